@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnticheatConfig(AppConfig):
+    name = "anticheat"
+    verbose_name = "Anti-cheat and moderation"

@@ -1,0 +1,21 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from anticheat.services import server_key_create
+from seasons.models import Game
+
+
+class Command(BaseCommand):
+    help = "Create an HMAC key for a game's match servers; prints {key_id, secret} (the secret is shown once)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug")
+        parser.add_argument("--label", default="")
+
+    def handle(self, *args, **options):
+        game = Game.objects.filter(slug=options["slug"]).first()
+        if game is None:
+            raise CommandError(f"unknown game {options['slug']!r}")
+        key = server_key_create(game=game, label=options["label"])
+        self.stdout.write(json.dumps({"key_id": key.key_id, "secret": key.secret}))

@@ -1,0 +1,100 @@
+-- Shared by the read scripts (prepended to each when loaded; see boards/board_reads.py).
+-- Display order: score descending, then player id ascending. Redis orders equal scores by member
+-- in reverse for ZREVRANGE, so equal-score groups are re-read in ascending order here.
+-- Ranks never come from ZREVRANK alone: competition and dense ranks are counts.
+
+local function points_of(score, span)
+  return math.floor(tonumber(score) / span)
+end
+
+local function fmt(x)
+  return string.format('%.0f', x)
+end
+
+-- Entries at display positions [start, stop] (0-based): a flat list of {member, score, position}.
+local function ordered_slice(key, start, stop)
+  local out = {}
+  local raw = redis.call('ZREVRANGE', key, start, stop, 'WITHSCORES')
+  if #raw == 0 then return out end
+  -- Fast path: no two neighbours share a score, and the edges are not tied with outsiders.
+  local simple = true
+  for i = 4, #raw, 2 do
+    if raw[i] == raw[i - 2] then simple = false break end
+  end
+  if simple then
+    if redis.call('ZCOUNT', key, raw[2], raw[2]) > 1 or redis.call('ZCOUNT', key, raw[#raw], raw[#raw]) > 1 then
+      simple = false
+    end
+  end
+  if simple then
+    for i = 1, #raw, 2 do
+      out[#out + 1] = {raw[i], raw[i + 1], start + (i - 1) / 2}
+    end
+    return out
+  end
+  local pos = start
+  local last = start + #raw / 2 - 1
+  while pos <= last do
+    local at = redis.call('ZREVRANGE', key, pos, pos, 'WITHSCORES')
+    if #at == 0 then break end
+    local s = at[2]
+    local above = redis.call('ZCOUNT', key, '(' .. s, '+inf')
+    local group = redis.call('ZCOUNT', key, s, s)
+    local take = math.min(last, above + group - 1) - pos + 1
+    local members = redis.call('ZRANGEBYSCORE', key, s, s, 'LIMIT', pos - above, take)
+    for _, m in ipairs(members) do
+      out[#out + 1] = {m, s, pos}
+      pos = pos + 1
+    end
+  end
+  return out
+end
+
+-- The display position of a member (0-based), or nil when it is not on the board.
+local function position_of(key, member)
+  local s = redis.call('ZSCORE', key, member)
+  if not s then return nil end
+  local above = redis.call('ZCOUNT', key, '(' .. s, '+inf')
+  local group = redis.call('ZCOUNT', key, s, s)
+  if group == 1 then return above, s end
+  local members = redis.call('ZRANGEBYSCORE', key, s, s)
+  for i, m in ipairs(members) do
+    if m == member then return above + i - 1, s end
+  end
+  return above, s
+end
+
+-- Rank of an entry with this score at this display position, by the game's tie rule.
+local function rank_of(key, companion, span, rule, score, position)
+  if rule == 'first' then return position + 1 end
+  local p = points_of(score, span)
+  if rule == 'dense' then
+    return 1 + redis.call('ZCOUNT', companion, '(' .. fmt(p), '+inf')
+  end
+  return 1 + redis.call('ZCOUNT', key, fmt((p + 1) * span), '+inf')
+end
+
+-- Flat reply for entries: member, points, rank, display name (false when unknown).
+local function entries_reply(key, companion, names, span, rule, slice)
+  local reply = {}
+  local prev_points, prev_rank = nil, nil
+  local members = {}
+  for i, e in ipairs(slice) do members[i] = e[1] end
+  local display = {}
+  if #members > 0 then display = redis.call('HMGET', names, unpack(members)) end
+  for i, e in ipairs(slice) do
+    local p = points_of(e[2], span)
+    local rank
+    if rule ~= 'first' and p == prev_points then
+      rank = prev_rank
+    else
+      rank = rank_of(key, companion, span, rule, e[2], e[3])
+    end
+    prev_points, prev_rank = p, rank
+    reply[#reply + 1] = e[1]
+    reply[#reply + 1] = p
+    reply[#reply + 1] = rank
+    reply[#reply + 1] = display[i] or false
+  end
+  return reply
+end

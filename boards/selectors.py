@@ -1,0 +1,222 @@
+"""The read path: top, a player's standing and the players around them, from Redis.
+
+Each read resolves the season once and runs one Lua script, so an answer never mixes two
+moments. Ranks follow the game's tie rule and are computed from counts (boards/lua/).
+"""
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from scoring import redis_boards
+from scoring.encoding import ScoreCodec
+from seasons.models import Game, Season
+from seasons.periods import BadPeriod, day_label, parse_day, parse_week, week_label
+from seasons.selectors import season_current, seasons_of
+
+from .models import Player
+
+REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
+BOARDS = ("all", "daily", "weekly", "best")
+
+_TOP = redis_boards.lua_path(__file__, "ranking_lib.lua", "top.lua")
+_AROUND = redis_boards.lua_path(__file__, "ranking_lib.lua", "around.lua")
+_PLAYER = redis_boards.lua_path(__file__, "ranking_lib.lua", "player.lua")
+
+
+class UnknownBoard(LookupError):
+    pass
+
+
+class UnknownSeason(LookupError):
+    pass
+
+
+class BadQuery(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class BoardView:
+    """A resolved board: which season, period and region a reader means, and how to read it."""
+
+    game: Game
+    season: Season
+    board: str
+    region: str
+    period: str | None
+
+    @property
+    def ref(self) -> redis_boards.BoardRef:
+        return redis_boards.BoardRef(
+            self.game.slug, self.season.id, self.board, self.region, self.period or redis_boards.NO_PERIOD
+        )
+
+    @property
+    def codec(self) -> ScoreCodec:
+        return ScoreCodec(self.season.time_bits)
+
+    def keys(self) -> list[str]:
+        ref = self.ref
+        return [ref.key, ref.distinct_key, redis_boards.names_key(self.game.slug)]
+
+
+def board_resolve(
+    *, game: Game, board: str, region: str | None, season: str | None, period: str | None, now: datetime
+) -> BoardView:
+    if board not in BOARDS:
+        raise UnknownBoard(board)
+    region = region or redis_boards.GLOBAL
+    if region != redis_boards.GLOBAL and not REGION_RE.match(region):
+        raise BadQuery("region", "A region is 'global' or 2-16 characters from [a-z0-9-].")
+    seasons = seasons_of(game=game)
+    if season:
+        if not season.isdigit():
+            raise BadQuery("season", "A season id, as listed by /seasons.")
+        chosen = next((s for s in seasons if s.id == int(season)), None)
+        if chosen is None:
+            raise UnknownSeason(season)
+    else:
+        chosen = season_current(game=game, now=now, seasons=seasons)
+        if chosen is None:
+            raise UnknownSeason("current")
+    label: str | None = None
+    try:
+        if board == "daily":
+            label = period or day_label(now)
+            parse_day(label)
+        elif board == "weekly":
+            label = period or week_label(now)
+            parse_week(label)
+        elif period:
+            raise BadQuery("period", f"The {board} board has no period.")
+    except BadPeriod as exc:
+        raise BadQuery("period", str(exc)) from exc
+    return BoardView(game=game, season=chosen, board=board, region=region, period=label)
+
+
+def _entries(flat: list[Any]) -> list[dict[str, Any]]:
+    entries = []
+    for i in range(0, len(flat), 4):
+        entries.append(
+            {"rank": int(flat[i + 2]), "player_id": flat[i], "display_name": flat[i + 3], "score": int(flat[i + 1])}
+        )
+    return entries
+
+
+def _fill_names(game: Game, entries: list[dict[str, Any]]) -> None:
+    """Names missing from the Redis index (e.g. after a flush) come from the ledger's players."""
+    missing = [e["player_id"] for e in entries if e["display_name"] is None]
+    if not missing:
+        return
+    names = dict(
+        Player.objects.filter(game=game, player_id__in=missing, display_name__isnull=False).values_list(
+            "player_id", "display_name"
+        )
+    )
+    if names:
+        redis_boards.client().hset(redis_boards.names_key(game.slug), mapping=names)
+    for e in entries:
+        if e["display_name"] is None:
+            e["display_name"] = names.get(e["player_id"])
+
+
+class _TopCache:
+    """Top-N answers kept for BOARD_TOP_CACHE_S with single-flight: however many readers ask at
+    once, one of them reads Redis per board and n per period; the others wait for its answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, int, str], tuple[float, list[dict[str, Any]]]] = {}
+        self._inflight: dict[tuple[str, int, str], threading.Lock] = {}
+
+    def get(self, key: tuple[str, int, str], load) -> list[dict[str, Any]]:
+        ttl = float(settings.BOARD_TOP_CACHE_S)
+        now = time.monotonic()
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        with self._lock:
+            flight = self._inflight.setdefault(key, threading.Lock())
+        with flight:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0] > time.monotonic():
+                return hit[1]
+            value = load()
+            self._entries[key] = (time.monotonic() + ttl, value)
+            if len(self._entries) > 10_000:
+                cutoff = time.monotonic()
+                for stale in [k for k, (exp, _) in self._entries.items() if exp <= cutoff]:
+                    self._entries.pop(stale, None)
+            return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+top_cache = _TopCache()
+
+
+def board_top(*, view: BoardView, n: int) -> list[dict[str, Any]]:
+    def load() -> list[dict[str, Any]]:
+        script = redis_boards.lua_script(_TOP)
+        flat = script(
+            keys=view.keys(), args=[n, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
+        )
+        entries = _entries(flat[1:])
+        _fill_names(view.game, entries)
+        return entries
+
+    return top_cache.get((view.ref.key, n, view.game.tie_rule), load)
+
+
+@dataclass(frozen=True)
+class Standing:
+    player_id: str
+    display_name: str | None
+    score: int
+    rank: int
+    total: int
+    lower: int
+
+    @property
+    def percentile(self) -> float:
+        """Share of ranked players with a strictly lower score, in percent, floored to 0.1
+        (exact: ZCOUNT on one Redis is O(log n), so percentile_error is always 0 here)."""
+        if self.total == 0:
+            return 0.0
+        return (self.lower * 1000 // self.total) / 10
+
+
+def board_player(*, view: BoardView, player_id: str) -> Standing | None:
+    script = redis_boards.lua_script(_PLAYER)
+    reply = script(
+        keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
+    )
+    if not reply:
+        return None
+    points, rank, total, lower, name = reply
+    if name is None:
+        name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
+    return Standing(player_id, name, int(points), int(rank), int(total), int(lower))
+
+
+def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, Any]] | None:
+    script = redis_boards.lua_script(_AROUND)
+    flat = script(
+        keys=view.keys(), args=[player_id, r, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
+    )
+    if not flat:
+        return None
+    entries = _entries(flat[1:])
+    _fill_names(view.game, entries)
+    return entries

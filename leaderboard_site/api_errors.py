@@ -1,0 +1,69 @@
+"""Every API error body is `{"detail": ..., "code": ...}` plus DRF's field errors (API.md)."""
+
+import logging
+from typing import Any
+
+import redis
+from django.db import DatabaseError, InterfaceError, OperationalError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """An error with an explicit status and machine code, e.g. ApiError(409, "season_closed", "...")."""
+
+    def __init__(self, status_code: int, code: str, detail: str, headers: dict[str, str] | None = None):
+        self.status_code = status_code
+        self.code = code
+        self.extra_headers = headers or {}
+        super().__init__(detail=detail, code=code)
+
+
+def error_body(*, detail: str, code: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if fields:
+        body.update(fields)
+    body["detail"] = detail
+    body["code"] = code
+    return body
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, (OperationalError, InterfaceError, DatabaseError)):
+        logger.warning("ledger unavailable: %s", exc)
+        return Response(
+            error_body(detail="The ledger (database) is unavailable; nothing was stored.", code="ledger_unavailable"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
+        )
+    if isinstance(exc, redis.RedisError):
+        logger.warning("redis unavailable: %s", exc)
+        return Response(
+            error_body(detail="The board store (Redis) is unavailable.", code="boards_unavailable"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": "5"},
+        )
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        response.data = error_body(detail=str(exc.detail), code=exc.code)
+        for name, value in exc.extra_headers.items():
+            response[name] = value
+        return response
+    if isinstance(exc, exceptions.ValidationError):
+        fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        response.data = error_body(detail="Invalid input.", code="invalid", fields=fields)
+        return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = int(exc.wait or 1)
+        response["Retry-After"] = str(max(1, wait))
+    code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+    if not isinstance(code, str):
+        code = "error"
+    detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+    response.data = error_body(detail=str(detail), code=code)
+    return response

@@ -1,0 +1,32 @@
+"""The Celery app. Tasks publish to the nameless exchange, so a Redis that lost its data (and
+with it kombu's binding sets, kombu #1063) still routes new tasks to the `scoring` queue."""
+
+import os
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
+
+app = Celery("leaderboard_site")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = [Queue("scoring", Exchange(""), routing_key="scoring")]
+app.conf.task_default_queue = "scoring"
+app.conf.task_default_exchange = ""
+app.conf.task_default_routing_key = "scoring"
+app.autodiscover_tasks()
+
+
+def _beat_schedule() -> dict[str, dict[str, object]]:
+    from django.conf import settings
+
+    return {
+        "scoring.relay_unapplied": {
+            "task": "scoring.relay_unapplied",
+            "schedule": settings.CELERY_BEAT_RELAY_INTERVAL_S,
+            "options": {"expires": 30},
+        },
+    }
+
+
+app.conf.beat_schedule = _beat_schedule()

@@ -1,0 +1,1 @@
+"""Settings: `base` (with its topic modules) for every process, `test` for the test suite."""

@@ -1,0 +1,23 @@
+"""Celery: at-least-once delivery (acks_late + reject on worker loss), no result backend."""
+
+from .env import env_float, env_int, env_str
+from .redis import REDIS_URL
+
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# An unacked task comes back after this; dedup markers outlive it by far (SCORING_DEDUP_TTL_S).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 600),
+    "socket_timeout": 5,
+    "socket_connect_timeout": 3,
+}
+# Publishing must not hang a request when the broker is down: the outbox relay covers it.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
+CELERY_BEAT_RELAY_INTERVAL_S = env_float("CELERY_BEAT_RELAY_INTERVAL_S", 2.0)

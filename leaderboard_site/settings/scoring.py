@@ -1,0 +1,21 @@
+"""Scoring knobs: signature window, dedup window, relay timing, read cache."""
+
+from .env import env_float, env_int
+
+# A signed request's timestamp must be within this many seconds of the server clock.
+SIGNATURE_MAX_SKEW_S = env_int("SIGNATURE_MAX_SKEW_S", 300)
+# `played_at` may be at most this far ahead of the server clock.
+PLAYED_AT_MAX_FUTURE_S = env_int("PLAYED_AT_MAX_FUTURE_S", 60)
+# How long a dedup marker lives in Redis: the window in which a redelivered or re-relayed event
+# is recognised as applied there. The ledger's applied flag is the durable record.
+SCORING_DEDUP_TTL_S = env_int("SCORING_DEDUP_TTL_S", 6 * 3600)
+# The relay re-enqueues accepted events still unapplied after this many seconds.
+SCORING_RELAY_AFTER_S = env_float("SCORING_RELAY_AFTER_S", 5.0)
+SCORING_RELAY_BATCH = env_int("SCORING_RELAY_BATCH", 5000)
+# Events per Lua apply call in the worker.
+SCORING_APPLY_CHUNK = env_int("SCORING_APPLY_CHUNK", 2000)
+# TTLs of day and week boards (API.md: readable at least 8 and 14 days after the last write).
+BOARD_DAY_TTL_S = env_int("BOARD_DAY_TTL_S", 8 * 86400 + 3600)
+BOARD_WEEK_TTL_S = env_int("BOARD_WEEK_TTL_S", 14 * 86400 + 3600)
+# Top-N answers are cached in-process this long, with single-flight.
+BOARD_TOP_CACHE_S = env_float("BOARD_TOP_CACHE_S", 1.0)

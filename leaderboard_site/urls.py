@@ -1,0 +1,22 @@
+"""Root URLs: the v1 API, health, schema and docs, the admin and the player pages."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import health
+
+api_v1 = [
+    path("", include("scoring.urls")),
+    path("", include("boards.urls")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("health/live", health.live, name="health-live"),
+    path("health/ready", health.ready, name="health-ready"),
+    path("admin/", admin.site.urls),
+    path("", include("boards.page_urls")),
+]

@@ -1,0 +1,64 @@
+"""Board scores: points and "first to reach" time packed into the 53 exact bits of a double.
+
+    score = points * 2**time_bits + (2**time_bits - 1 - reached_s)
+
+`reached_s` is whole seconds from the season's start to when the service accepted the result that
+brought the player to this score. Higher points always win; among equal points the earlier
+reacher has the larger score. `time_bits` is fixed per season, sized so the season's window plus
+its grace fits; the points that remain are the capacity, and going past it is an explicit
+`ScoreOverflow`, never silent rounding (Redis scores are doubles: exact only below 2**53).
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+EXACT_BITS = 53
+
+
+class ScoreOverflow(ValueError):
+    pass
+
+
+def time_bits_for_window(window_s: int) -> int:
+    """Bits needed to hold every whole second in [0, window_s]."""
+    if window_s < 0:
+        raise ValueError("window must be non-negative")
+    return max(1, int(window_s).bit_length())
+
+
+@dataclass(frozen=True)
+class ScoreCodec:
+    time_bits: int
+
+    @property
+    def time_span(self) -> int:
+        return 1 << self.time_bits
+
+    @property
+    def max_reached_s(self) -> int:
+        return self.time_span - 1
+
+    @property
+    def max_points(self) -> int:
+        return (1 << (EXACT_BITS - self.time_bits)) - 1
+
+    def encode(self, *, points: int, reached_s: int) -> int:
+        if points < 0:
+            raise ValueError("points must be non-negative")
+        if points > self.max_points:
+            raise ScoreOverflow(f"{points} points exceed the season's exact capacity of {self.max_points}")
+        reached = min(max(reached_s, 0), self.max_reached_s)
+        return points * self.time_span + (self.max_reached_s - reached)
+
+    def points(self, score: int | float) -> int:
+        return int(score) >> self.time_bits
+
+    def reached_s(self, score: int | float) -> int:
+        return self.max_reached_s - (int(score) & self.max_reached_s)
+
+    def min_score_for_points(self, points: int) -> int:
+        return points * self.time_span
+
+
+def reached_seconds(*, season_start: datetime, accepted_at: datetime) -> int:
+    return max(0, int((accepted_at - season_start).total_seconds()))

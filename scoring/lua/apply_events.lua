@@ -1,0 +1,143 @@
+-- Apply a batch of accepted score events to one group of boards, at most once per event.
+--
+-- KEYS[1]                      pause flag of the game (set while rebuild_boards swaps keys in)
+-- KEYS[2 .. 1+S]               points boards (season, day, week; global and region): sums
+-- KEYS[2+S .. 1+S+B]           best boards: best single-match points, only ever raised
+-- KEYS[2+S+B .. 1+2(S+B)]      distinct-points companions of those boards (only when dense = 1)
+-- KEYS[rest]                   dedup hashes, referenced by index from each event
+-- ARGV[1] span = 2^time_bits   ARGV[2] max_points (exact capacity)   ARGV[3] S   ARGV[4] B
+-- ARGV[5] dense (0/1)          ARGV[6] dedup TTL seconds
+-- ARGV[7 .. 6+S+B]             TTL per board in seconds, 0 for none
+-- then 6 values per event: event id, dedup key index (into KEYS), dedup field, player id,
+--                          points, reached second (from the season's start)
+-- Returns {"paused"} when the game is paused (nothing written), else
+--         {"ok", applied count, skipped count, overflow event ids...}.
+--
+-- Score layout: points * span + (span - 1 - reached). Sums are order-independent: the reached
+-- second is the latest of the player's positive results (or the earliest, while all are zero),
+-- so events may arrive in any order and redeliveries are skipped by the dedup marker.
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'paused'}
+end
+
+local span = tonumber(ARGV[1])
+local max_points = tonumber(ARGV[2])
+local n_sum = tonumber(ARGV[3])
+local n_best = tonumber(ARGV[4])
+local dense = ARGV[5] == '1'
+local dedup_ttl = tonumber(ARGV[6])
+local n_boards = n_sum + n_best
+local first_event_arg = 7 + n_boards
+
+local function fmt(x)
+  return string.format('%.0f', x)
+end
+
+local function split(score)
+  local p = math.floor(score / span)
+  local reached = (span - 1) - (score - p * span)
+  return p, reached
+end
+
+local function distinct_update(board_index, old_points, new_points)
+  if not dense then return end
+  local board = KEYS[1 + board_index]
+  local companion = KEYS[1 + n_boards + board_index]
+  redis.call('ZADD', companion, new_points, fmt(new_points))
+  if old_points ~= nil and old_points ~= new_points then
+    local lo = old_points * span
+    if redis.call('ZCOUNT', board, fmt(lo), fmt(lo + span - 1)) == 0 then
+      redis.call('ZREM', companion, fmt(old_points))
+    end
+  end
+end
+
+local applied, skipped = 0, 0
+local overflow = {}
+local touched_dedup = {}
+local new_scores = {}
+local old_points = {}
+
+for i = first_event_arg, #ARGV, 6 do
+  local event_id = ARGV[i]
+  local dedup_key = KEYS[tonumber(ARGV[i + 1])]
+  local field = ARGV[i + 2]
+  local player = ARGV[i + 3]
+  local pts = tonumber(ARGV[i + 4])
+  local t = tonumber(ARGV[i + 5])
+  if redis.call('HEXISTS', dedup_key, field) == 1 then
+    skipped = skipped + 1
+  else
+    -- Every check before the first write: compute all new scores, refuse the event on overflow.
+    local ok = true
+    for b = 1, n_boards do
+      local key = KEYS[1 + b]
+      local old = redis.call('ZSCORE', key, player)
+      local new
+      if b <= n_sum then
+        if not old then
+          old_points[b] = nil
+          new = pts * span + (span - 1 - t)
+          if pts > max_points then ok = false end
+        else
+          local op, ot = split(tonumber(old))
+          old_points[b] = op
+          local np = op + pts
+          local nt
+          if pts > 0 then
+            if op == 0 then nt = t else nt = math.max(ot, t) end
+          elseif op == 0 then
+            nt = math.min(ot, t)
+          else
+            nt = ot
+          end
+          if np > max_points then ok = false end
+          new = np * span + (span - 1 - nt)
+        end
+      else
+        new = pts * span + (span - 1 - t)
+        if pts > max_points then ok = false end
+        if old then
+          local oldv = tonumber(old)
+          old_points[b] = math.floor(oldv / span)
+          if new <= oldv then new = nil end
+        else
+          old_points[b] = nil
+        end
+      end
+      new_scores[b] = new
+    end
+    if not ok then
+      overflow[#overflow + 1] = event_id
+    else
+      redis.call('HSET', dedup_key, field, '1')
+      touched_dedup[dedup_key] = true
+      for b = 1, n_boards do
+        local new = new_scores[b]
+        if new then
+          redis.call('ZADD', KEYS[1 + b], fmt(new), player)
+          distinct_update(b, old_points[b], math.floor(new / span))
+        end
+      end
+      applied = applied + 1
+    end
+  end
+end
+
+if applied > 0 then
+  for b = 1, n_boards do
+    local ttl = tonumber(ARGV[6 + b])
+    if ttl > 0 then
+      redis.call('EXPIRE', KEYS[1 + b], ttl)
+      if dense then redis.call('EXPIRE', KEYS[1 + n_boards + b], ttl) end
+    end
+  end
+  for key, _ in pairs(touched_dedup) do
+    redis.call('EXPIRE', key, dedup_ttl)
+  end
+end
+
+local reply = {'ok', applied, skipped}
+for _, id in ipairs(overflow) do reply[#reply + 1] = id end
+return reply

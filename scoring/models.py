@@ -1,0 +1,61 @@
+"""The ledger: the truth every Redis board is rebuilt from.
+
+A `MatchSubmission` holds the first answer to a match id (idempotent replays); a `ScoreEvent` is
+one player's result in one match, stored with its status whatever it is. Accepted events carry
+`applied_at` once they are on the boards; the relay re-sends those still NULL.
+"""
+
+from django.db import models
+
+
+class EventStatus(models.TextChoices):
+    ACCEPTED = "accepted"
+    PENDING_REVIEW = "pending_review"
+    REJECTED = "rejected"
+    REVOKED = "revoked"
+
+
+class MatchSubmission(models.Model):
+    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT)
+    match_id = models.UUIDField()
+    content_hash = models.CharField(max_length=64)
+    answer = models.JSONField()
+    key_id = models.CharField(max_length=40)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["game", "match_id"], name="submission_unique_match")]
+
+
+class ScoreEvent(models.Model):
+    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT)
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT)
+    match_id = models.UUIDField()
+    player_id = models.CharField(max_length=64)
+    points = models.BigIntegerField()
+    played_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(help_text="The service's clock when it took the result: 'reached' for ties.")
+    duration_s = models.PositiveIntegerField()
+    day = models.DateField()
+    week = models.CharField(max_length=8)
+    region = models.CharField(max_length=16, null=True, blank=True, help_text="The region board it counts on.")
+    status = models.CharField(max_length=16, choices=EventStatus.choices)
+    reason = models.CharField(max_length=40, blank=True, default="")
+    applied_at = models.DateTimeField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["game", "match_id", "player_id"], name="event_unique_match_player"),
+        ]
+        indexes = [
+            models.Index(fields=["season", "player_id"], name="event_season_player"),
+            models.Index(
+                fields=["accepted_at"],
+                name="event_unapplied",
+                condition=models.Q(status="accepted", applied_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.match_id}/{self.player_id}"

@@ -1,0 +1,109 @@
+"""The one module that knows Redis key formats and owns the connection and the Lua loader.
+
+Keys (prefix `lb` by default, REDIS_KEY_PREFIX):
+    lb:b:{game}:{season}:{board}:{region}:{period}   a board (sorted set, encoded scores)
+    <board key>:d                                    distinct points on it (dense tie rule)
+    lb:names:{game}                                  display names (hash player -> name)
+    lb:pause:{game}                                  set while rebuild_boards swaps keys in
+    lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
+Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`.
+"""
+
+import threading
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from redis.commands.core import Script
+
+SEASON_BOARDS = ("all", "best")
+POINT_BOARDS = ("all", "daily", "weekly")
+BOARD_NAMES = ("all", "daily", "weekly", "best")
+GLOBAL = "global"
+NO_PERIOD = "-"
+DEDUP_GROUP = 128
+
+_client_lock = threading.Lock()
+_clients: dict[str, redis.Redis] = {}
+
+
+def client() -> redis.Redis:
+    """A shared client (one pool per process and URL); fails fast, never hangs on a dead Redis."""
+    url = settings.REDIS_URL
+    found = _clients.get(url)
+    if found is not None:
+        return found
+    with _client_lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                health_check_interval=30,
+            )
+        return _clients[url]
+
+
+def _prefix() -> str:
+    return str(settings.REDIS_KEY_PREFIX)
+
+
+@dataclass(frozen=True)
+class BoardRef:
+    game: str
+    season_id: int
+    board: str
+    region: str = GLOBAL
+    period: str = NO_PERIOD
+
+    @property
+    def key(self) -> str:
+        return f"{_prefix()}:b:{self.game}:{self.season_id}:{self.board}:{self.region}:{self.period}"
+
+    @property
+    def distinct_key(self) -> str:
+        return distinct_key(self.key)
+
+
+def distinct_key(board_key: str) -> str:
+    return f"{board_key}:d"
+
+
+def board_pattern(game: str) -> str:
+    return f"{_prefix()}:b:{game}:*"
+
+
+def names_key(game: str) -> str:
+    return f"{_prefix()}:names:{game}"
+
+
+def pause_key(game: str) -> str:
+    return f"{_prefix()}:pause:{game}"
+
+
+def dedup_location(event_id: int) -> tuple[str, str]:
+    """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each)."""
+    return f"{_prefix()}:dd:{event_id // DEDUP_GROUP}", str(event_id % DEDUP_GROUP)
+
+
+def board_ttl_s(board: str) -> int:
+    if board == "daily":
+        return int(settings.BOARD_DAY_TTL_S)
+    if board == "weekly":
+        return int(settings.BOARD_WEEK_TTL_S)
+    return 0
+
+
+@cache
+def lua_script(path: str) -> Script:
+    """A redis-py Script (EVALSHA, reloaded on NOSCRIPT after a Redis restart)."""
+    parts = [Path(p).read_text() for p in path.split("+")]
+    return client().register_script("\n".join(parts))
+
+
+def lua_path(module_file: str, *names: str) -> str:
+    base = Path(module_file).resolve().parent / "lua"
+    return "+".join(str(base / name) for name in names)

@@ -1,0 +1,86 @@
+"""Games and their seasons. A season is a time window with its own Redis keys, never reset."""
+
+from datetime import datetime, timedelta
+
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+GAME_SLUG_VALIDATOR = RegexValidator(r"^[a-z0-9-]{1,40}$", "A game slug is 1-40 of [a-z0-9-].")
+
+
+class TieRule(models.TextChoices):
+    COMPETITION = "competition", "competition (1224)"
+    DENSE = "dense", "dense (1223)"
+    FIRST = "first", "first to reach (1234)"
+
+
+class Game(models.Model):
+    slug = models.CharField(max_length=40, unique=True, validators=[GAME_SLUG_VALIDATOR])
+    name = models.CharField(max_length=200)
+    tie_rule = models.CharField(max_length=16, choices=TieRule.choices, default=TieRule.COMPETITION)
+    max_points_per_match = models.BigIntegerField(default=10_000, validators=[MinValueValidator(0)])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class SeasonStatus(models.TextChoices):
+    SCHEDULED = "scheduled"
+    ACTIVE = "active"
+    GRACE = "grace"
+    FROZEN = "frozen"
+    ARCHIVED = "archived"
+
+
+class Season(models.Model):
+    """A season's window is [starts_at, ends_at); results played in it count until ends_at + grace.
+
+    `time_bits` is fixed at creation: the low bits of every board score of this season hold the
+    inverted "reached at" second, sized so the whole window plus grace fits (scoring/encoding.py).
+    """
+
+    game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="seasons")
+    name = models.CharField(max_length=100)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    grace_s = models.PositiveIntegerField(default=3600)
+    time_bits = models.PositiveSmallIntegerField()
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-starts_at"]
+        indexes = [models.Index(fields=["game", "starts_at"])]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")), name="season_ends_after_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.game.slug}/{self.name}"
+
+    @property
+    def closes_at(self) -> datetime:
+        """The end of grace: after it no result counts for this season."""
+        return self.ends_at + timedelta(seconds=self.grace_s)
+
+    def status_at(self, now: datetime) -> str:
+        if self.archived_at is not None:
+            return SeasonStatus.ARCHIVED
+        if self.frozen_at is not None or now >= self.closes_at:
+            return SeasonStatus.FROZEN
+        if now < self.starts_at:
+            return SeasonStatus.SCHEDULED
+        if now < self.ends_at:
+            return SeasonStatus.ACTIVE
+        return SeasonStatus.GRACE
+
+    def accepts_results_at(self, now: datetime) -> bool:
+        return self.status_at(now) in (SeasonStatus.SCHEDULED, SeasonStatus.ACTIVE, SeasonStatus.GRACE)
+
+    def contains(self, played_at: datetime) -> bool:
+        return self.starts_at <= played_at < self.ends_at

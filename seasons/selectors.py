@@ -1,0 +1,33 @@
+"""Reads for games and seasons: which season a result or a reader means."""
+
+from datetime import datetime
+
+from .models import Game, Season
+
+
+def game_get(*, slug: str) -> Game | None:
+    return Game.objects.filter(slug=slug).first()
+
+
+def seasons_of(*, game: Game) -> list[Season]:
+    """Newest first."""
+    return list(Season.objects.filter(game=game).order_by("-starts_at", "-id"))
+
+
+def season_containing(*, seasons: list[Season], played_at: datetime) -> Season | None:
+    for season in seasons:
+        if season.contains(played_at):
+            return season
+    return None
+
+
+def season_current(*, game: Game, now: datetime, seasons: list[Season] | None = None) -> Season | None:
+    """The season whose window holds `now`; else the latest one that has started; else the next."""
+    seasons = seasons if seasons is not None else seasons_of(game=game)
+    containing = season_containing(seasons=seasons, played_at=now)
+    if containing is not None:
+        return containing
+    started = [s for s in seasons if s.starts_at <= now]
+    if started:
+        return max(started, key=lambda s: s.starts_at)
+    return min(seasons, key=lambda s: s.starts_at) if seasons else None
