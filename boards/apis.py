@@ -152,9 +152,7 @@ class GameDetailApi(APIView):
         current = season_current(game=game_obj, now=timezone.now())
         regions = ["global"]
         if current is not None:
-            regions += sorted(
-                SeasonRegion.objects.filter(season=current).values_list("region", flat=True).distinct()
-            )
+            regions += sorted(SeasonRegion.objects.filter(season=current).values_list("region", flat=True).distinct())
         return Response(
             {
                 "game": game_obj.slug,
@@ -174,6 +172,4 @@ class GameSeasonsApi(APIView):
         now = timezone.now()
         seasons = seasons_of(game=game_obj)
         current = season_current(game=game_obj, now=now, seasons=seasons)
-        return Response(
-            {"current": current.id if current else None, "seasons": [season_row(s, now) for s in seasons]}
-        )
+        return Response({"current": current.id if current else None, "seasons": [season_row(s, now) for s in seasons]})

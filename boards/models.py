@@ -28,3 +28,6 @@ class SeasonRegion(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["season", "player_id"], name="season_region_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.player_id}@{self.region}"

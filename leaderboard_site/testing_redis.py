@@ -28,8 +28,23 @@ def start_private_redis() -> str:
     workdir = tempfile.mkdtemp(prefix="lb-test-redis-")
     port = _free_port()
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", workdir, "--maxmemory-policy", "noeviction", "--logfile", os.path.join(workdir, "redis.log")],
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+            "--maxmemory-policy",
+            "noeviction",
+            "--logfile",
+            os.path.join(workdir, "redis.log"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,7 +1,6 @@
 """Signed submission endpoints (match servers only). Thin: verify, parse, one service call."""
 
 import json
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -150,7 +149,7 @@ class MatchBatchSubmitApi(APIView):
         key, data = verified_json(request, game)
         game_obj = _game_or_404(game)
         if not isinstance(data, dict) or not isinstance(data.get("matches"), list):
-            raise ApiError(400, "invalid", "The body must be {\"matches\": [...]}.")
+            raise ApiError(400, "invalid", 'The body must be {"matches": [...]}.')
         items = data["matches"]
         if not 1 <= len(items) <= MAX_BATCH:
             raise ApiError(400, "invalid", f"A batch holds 1 to {MAX_BATCH} matches.")

@@ -65,7 +65,9 @@ def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, str, bool]]:
     return {s.id: (s, s.game.slug, s.game.tie_rule == TieRule.DENSE) for s in seasons}
 
 
-def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000) -> tuple[ApplyReport, list[int], list[int]]:
+def events_apply(
+    *, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000
+) -> tuple[ApplyReport, list[int], list[int]]:
     """Apply events to Redis. Returns the report, the ids now on the boards (applied or found
     applied before) and the ids refused for overflow. Paused (rebuilding) games apply nothing."""
     report = ApplyReport()
@@ -121,7 +123,9 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
 def _rows(queryset) -> list[EventRow]:
     return [
         EventRow(*values)
-        for values in queryset.values_list("id", "season_id", "player_id", "points", "accepted_at", "day", "week", "region")
+        for values in queryset.values_list(
+            "id", "season_id", "player_id", "points", "accepted_at", "day", "week", "region"
+        )
     ]
 
 

@@ -26,6 +26,9 @@ class MatchSubmission(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "match_id"], name="submission_unique_match")]
 
+    def __str__(self) -> str:
+        return str(self.match_id)
+
 
 class ScoreEvent(models.Model):
     game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT)

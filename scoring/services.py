@@ -169,7 +169,8 @@ def _store(
     lost = [p for p in pending if p.match.match_id not in claimed]
     if lost:
         winners = {
-            s.match_id: s for s in MatchSubmission.objects.filter(game=game, match_id__in=[p.match.match_id for p in lost])
+            s.match_id: s
+            for s in MatchSubmission.objects.filter(game=game, match_id__in=[p.match.match_id for p in lost])
         }
         for p in lost:
             sub = winners[p.match.match_id]

@@ -134,12 +134,13 @@ stop_redis() {
 
 # ---------------------------------------------------------------- postgres
 pg_bindir() {
+    # Newest Debian-style bin dir with the client tools (initdb comes with the server package).
     local d
     d="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
-    if [ -n "$d" ] && [ -x "$d/initdb" ]; then
+    if [ -n "$d" ] && [ -x "$d/pg_isready" ]; then
         echo "$d"
-    elif command -v initdb >/dev/null 2>&1; then
-        dirname "$(readlink -f "$(command -v initdb)")"
+    elif command -v pg_ctl >/dev/null 2>&1; then
+        dirname "$(readlink -f "$(command -v pg_ctl)")"
     fi
 }
 
@@ -174,7 +175,8 @@ ensure_postgres() {
     elif [ -z "$PGBIN" ] && tcp_open "$PG_HOST" "$PG_PORT"; then
         # Something listens there but we have no client tools yet.
         apt_install postgresql-client
-        PGBIN="$(dirname "$(readlink -f "$(command -v psql)")")"
+        PGBIN="$(pg_bindir)"
+        [ -n "$PGBIN" ] || die "postgres client tools not found after installing postgresql-client"
         say "postgres found running at $PG_HOST:$PG_PORT"
     else
         is_local_host "$PG_HOST" \
@@ -185,12 +187,11 @@ ensure_postgres() {
 }
 
 start_own_postgres() {
-    if [ -z "$PGBIN" ]; then
+    if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
         apt_install postgresql
         PGBIN="$(pg_bindir)"
-        [ -n "$PGBIN" ] || die "initdb still not found after installing postgresql"
+        [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] || die "initdb still not found after installing postgresql"
         # Debian's package may have started its own cluster on the wanted port.
-        # (Daemons must not inherit the lock fd 9, hence the 9>&- on launches.)
         if pg_ready; then
             say "postgres found running at $PG_HOST:$PG_PORT (Debian's cluster)"
             return
@@ -223,6 +224,7 @@ start_own_postgres() {
             || { cat "$data.initdb.log" >&2; die "initdb failed"; }
         rm -f "$data.initdb.log"
     fi
+    # Daemons must not inherit the lock fd 9 (it would block later runs), hence 9>&-.
     # A leftover server of ours on another port: restart it on the wanted one.
     if as_pg "$PGBIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
         as_pg "$PGBIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null

@@ -22,7 +22,9 @@ def sign(secret: str, timestamp: str, method: str, path: str, body: bytes) -> st
     return "v1=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
-def submit(url: str, game: str, key_id: str, secret: str, results: list[dict], match_id: str | None = None) -> tuple[int, dict]:
+def submit(
+    url: str, game: str, key_id: str, secret: str, results: list[dict], match_id: str | None = None
+) -> tuple[int, dict]:
     match_id = match_id or str(uuid.uuid4())
     path = f"/api/v1/games/{game}/matches/{match_id}/results"
     body = json.dumps(

@@ -57,7 +57,9 @@ class Season(models.Model):
         ordering = ["-starts_at"]
         indexes = [models.Index(fields=["game", "starts_at"])]
         constraints = [
-            models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")), name="season_ends_after_start"),
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")), name="season_ends_after_start"
+            ),
         ]
 
     def __str__(self) -> str:

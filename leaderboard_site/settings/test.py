@@ -6,7 +6,7 @@ from leaderboard_site.testing_redis import start_private_redis
 
 os.environ["REDIS_URL"] = start_private_redis()
 
-from .base import *  # noqa: E402,F403
+from .base import *  # noqa: F403
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,49 @@
+# Developer entry points. `make run` starts the whole stack; `make test` runs the suite.
+SHELL := /bin/bash
+PYTHON ?= python3
+PORT ?= 8000
+PYTEST_ARGS ?=
+export PORT
+
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.DEFAULT_GOAL := help
+.PHONY: help venv services services-stop migrate run test bench lint schema
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: requirements.txt | $(PY)
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.txt
+	@touch $@
+
+venv: $(VENV)/.installed ## create .venv and install requirements.txt (only when it changed)
+
+services: ## make PostgreSQL and Redis reachable (starts own under var/ if needed)
+	bash scripts/services.sh
+
+services-stop: ## stop the PostgreSQL/Redis that services.sh started under var/
+	bash scripts/services.sh stop
+
+migrate: venv services ## apply database migrations
+	$(PY) manage.py migrate --noinput
+
+run: venv services migrate ## start the stack on PORT (default 8000): web, worker, beat, demo
+	$(PY) manage.py collectstatic --noinput >/dev/null
+	bash scripts/run.sh
+
+test: venv services ## run the test suite (extra args: PYTEST_ARGS=...)
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: venv services ## run the benchmarks
+	bash scripts/bench.sh
+
+lint: ## ruff check + format check
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+schema: ## regenerate and validate docs/openapi.yaml
+	$(PY) manage.py spectacular --file docs/openapi.yaml --validate

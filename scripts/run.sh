@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Start the whole service: seed the demo game, print where to look, run web + worker + beat + demo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PORT="${PORT:-8000}"
+export PATH="$PWD/.venv/bin:$PATH"
+mkdir -p var
+seed=$(python manage.py seed_demo)
+key_id=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["key_id"])' "$seed")
+secret=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$seed")
+cat <<MSG
+
+  Leaderboard service on http://127.0.0.1:${PORT}/
+    demo board : http://127.0.0.1:${PORT}/games/demo/
+    admin      : http://127.0.0.1:${PORT}/admin/   (python manage.py createsuperuser)
+    API docs   : http://127.0.0.1:${PORT}/api/docs/
+    demo key   : ${key_id}
+    secret     : ${secret}
+    submit one : .venv/bin/python scripts/submit.py --url http://127.0.0.1:${PORT} --game demo \\
+                   --key-id ${key_id} --secret ${secret} --player maya:50 --player leo:20
+
+MSG
+exec honcho start -f Procfile
