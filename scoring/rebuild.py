@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from seasons.models import Game, TieRule
@@ -80,11 +80,11 @@ def boards_rebuild(*, game: Game, progress: Progress | None = None, on_total: Pr
     # Phase 2: paused; recompute who moved, mark the unapplied as applied, swap.
     client.set(redis_boards.pause_key(game.slug), "rebuild", ex=PAUSE_TTL_S)
     try:
+        outermost = not connection.in_atomic_block
         with transaction.atomic():
-            from django.db import connection
-
-            with connection.cursor() as cursor:  # one snapshot for the recompute and the marks
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if outermost:  # one snapshot for the recompute and the marks
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             now = timezone.now()
             touched = players_touched_since(game=game, since=started - timedelta(seconds=TOUCHED_MARGIN_S))
             fresh = live(ledger_boards(game=game, player_ids=touched), now) if touched else {}

@@ -1,0 +1,189 @@
+"""Ranks by each tie rule, around-me windows, and the periods results land in."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from leaderboard_site.testing import drain, make_game, make_key, match_body, submit_direct
+
+pytestmark = pytest.mark.django_db
+
+# Points per player; players with equal points reach them at different accept times, given by
+# the order of this list (earlier first), so "first" and the entry order are well defined.
+BOARD = [("bob", 100), ("amy", 100), ("eve", 50), ("dan", 50), ("cat", 50), ("gus", 10), ("fay", 10)]
+EXPECTED = {
+    "competition": [1, 1, 3, 3, 3, 6, 6],
+    "dense": [1, 1, 2, 2, 2, 3, 3],
+    "first": [1, 2, 3, 4, 5, 6, 7],
+}
+
+
+def seed(game, key, rows, start):
+    for i, (player, points) in enumerate(rows):
+        outcome = submit_direct(
+            game, key, match_body([{"player_id": player, "points": points}], played_at=start),
+            now=start + timedelta(seconds=10 + i),
+        )
+        assert outcome.http_status == 202
+
+
+@pytest.mark.parametrize("rule", ["competition", "dense", "first"])
+def test_ties_at_the_top_middle_and_bottom(client, rule):
+    start = timezone.now() - timedelta(hours=2)
+    game = make_game(tie_rule=rule, start=start - timedelta(days=1))
+    key = make_key(game)
+    # Submit in reverse id order within ties to show the order comes from reach time, not ids.
+    seed(game, key, BOARD, start)
+    drain()
+    top = client.get("/api/v1/games/arena/boards/all/top?n=10").json()
+    assert top["tie_rule"] == rule
+    assert [e["player_id"] for e in top["entries"]] == [p for p, _ in BOARD]
+    assert [e["rank"] for e in top["entries"]] == EXPECTED[rule]
+    for (player, points), rank in zip(BOARD, EXPECTED[rule], strict=True):
+        me = client.get(f"/api/v1/games/arena/boards/all/players/{player}").json()
+        assert (me["score"], me["rank"], me["total"]) == (points, rank, 7)
+    # Percentile: share strictly below. cat has fay and gus below: 2/7 = 28.57 -> 28.5 (floored).
+    assert client.get("/api/v1/games/arena/boards/all/players/cat").json()["percentile"] == 28.5
+    # The top-n page boundary inside a tie keeps the entry order and the ranks.
+    top4 = client.get("/api/v1/games/arena/boards/all/top?n=4").json()["entries"]
+    assert [(e["player_id"], e["rank"]) for e in top4] == list(
+        zip([p for p, _ in BOARD][:4], EXPECTED[rule][:4], strict=True)
+    )
+
+
+def test_equal_scores_reached_in_the_same_second_order_by_player_id(client):
+    start = timezone.now() - timedelta(hours=1)
+    game = make_game(tie_rule="first", start=start - timedelta(days=1))
+    key = make_key(game)
+    for player in ["zed", "abe", "max"]:
+        submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played_at=start), now=start)
+    drain()
+    entries = client.get("/api/v1/games/arena/boards/all/top").json()["entries"]
+    assert [(e["player_id"], e["rank"]) for e in entries] == [("abe", 1), ("max", 2), ("zed", 3)]
+    assert client.get("/api/v1/games/arena/boards/all/players/zed").json()["rank"] == 3
+    around = client.get("/api/v1/games/arena/boards/all/players/max/around?r=0").json()["entries"]
+    assert [e["player_id"] for e in around] == ["max"]
+
+
+def test_a_reach_time_only_moves_with_points(client):
+    """A later 0-point result does not make a player 'reach' their score later."""
+    start = timezone.now() - timedelta(hours=1)
+    game = make_game(tie_rule="first", start=start - timedelta(days=1))
+    key = make_key(game)
+    submit_direct(game, key, match_body([{"player_id": "amy", "points": 10}], start), now=start)
+    submit_direct(game, key, match_body([{"player_id": "bob", "points": 10}], start), now=start + timedelta(seconds=5))
+    submit_direct(game, key, match_body([{"player_id": "amy", "points": 0}], start), now=start + timedelta(seconds=9))
+    drain()
+    entries = client.get("/api/v1/games/arena/boards/all/top").json()["entries"]
+    assert [e["player_id"] for e in entries] == ["amy", "bob"]
+
+
+def test_around_slides_at_both_ends_and_returns_small_boards_whole(client):
+    start = timezone.now() - timedelta(hours=3)
+    game = make_game(start=start - timedelta(days=1))
+    key = make_key(game)
+    rows = [(f"p{i:02d}", 1000 - i * 10) for i in range(20)]
+    seed(game, key, rows, start)
+    drain()
+
+    def around(player, r):
+        response = client.get(f"/api/v1/games/arena/boards/all/players/{player}/around?r={r}")
+        assert response.status_code == 200
+        return [e["player_id"] for e in response.json()["entries"]]
+
+    ids = [p for p, _ in rows]
+    assert around("p00", 3) == ids[0:7]
+    assert around("p01", 3) == ids[0:7]
+    assert around("p10", 3) == ids[7:14]
+    assert around("p18", 3) == ids[13:20]
+    assert around("p19", 3) == ids[13:20]
+    assert around("p05", 50) == ids
+    assert around("p05", 0) == ["p05"]
+    entries = client.get("/api/v1/games/arena/boards/all/players/p19/around?r=2").json()["entries"]
+    assert [e["rank"] for e in entries] == [16, 17, 18, 19, 20]
+
+
+def test_read_errors(client):
+    game = make_game()
+    key = make_key(game)
+    submit_direct(game, key, match_body([{"player_id": "amy", "points": 10}]), now=timezone.now())
+    drain()
+    base = "/api/v1/games/arena/boards"
+    assert client.get(f"{base}/nope/top").json()["code"] == "unknown_board"
+    assert client.get(f"{base}/nope/top").status_code == 404
+    for query in ["n=0", "n=1001", "n=abc", "n=-1"]:
+        response = client.get(f"{base}/all/top?{query}")
+        assert response.status_code == 400, query
+    for query in ["r=51", "r=-1", "r=x"]:
+        assert client.get(f"{base}/all/players/amy/around?{query}").status_code == 400
+    for query in ["period=2026-13-01", "period=2026-W54-1", "period=yesterday"]:
+        assert client.get(f"{base}/daily/top?{query}").status_code == 400
+    assert client.get(f"{base}/weekly/top?period=2026-W99").status_code == 400
+    missing = client.get(f"{base}/all/players/nobody")
+    assert (missing.status_code, missing.json()["code"]) == (404, "not_ranked")
+    assert client.get(f"{base}/all/players/nobody/around").json()["code"] == "not_ranked"
+    assert client.get(f"{base}/daily/top?period=2020-01-01").json()["entries"] == []
+    assert client.get("/api/v1/games/none/boards/all/top").status_code == 404
+
+
+def test_iso_weeks_across_the_year_boundary_and_late_arrivals_keep_their_day(client):
+    start = datetime(2026, 12, 1, tzinfo=UTC)
+    game = make_game(start=start, days=60)
+    key = make_key(game)
+    later = datetime(2027, 1, 10, tzinfo=UTC)
+    for player, played in [
+        ("dec31", datetime(2026, 12, 31, 12, tzinfo=UTC)),
+        ("jan03", datetime(2027, 1, 3, 12, tzinfo=UTC)),
+        ("jan04", datetime(2027, 1, 4, 12, tzinfo=UTC)),
+    ]:
+        assert submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played), now=later).http_status == 202
+    # Played at 23:59:59Z, arriving after midnight: it counts on its own day.
+    late = datetime(2027, 1, 5, 23, 59, 59, tzinfo=UTC)
+    submit_direct(game, key, match_body([{"player_id": "late", "points": 7}], late), now=late + timedelta(seconds=40))
+    drain()
+    season = game.seasons.get().id
+
+    def players(board, period):
+        url = f"/api/v1/games/arena/boards/{board}/top?season={season}&period={period}"
+        body = client.get(url).json()
+        assert body["period"] == period
+        return sorted(e["player_id"] for e in body["entries"])
+
+    assert players("weekly", "2026-W53") == ["dec31", "jan03"]
+    assert players("weekly", "2027-W01") == ["jan04", "late"]
+    assert players("daily", "2027-01-05") == ["late"]
+    assert players("daily", "2027-01-06") == []
+    assert players("daily", "2026-12-31") == ["dec31"]
+
+
+def test_best_board_keeps_the_best_single_match(client):
+    start = timezone.now() - timedelta(hours=1)
+    game = make_game(start=start - timedelta(days=1))
+    key = make_key(game)
+    for points in [30, 80, 50]:
+        submit_direct(game, key, match_body([{"player_id": "amy", "points": points}], start), now=start)
+    drain()
+    assert client.get("/api/v1/games/arena/boards/best/players/amy").json()["score"] == 80
+    assert client.get("/api/v1/games/arena/boards/all/players/amy").json()["score"] == 160
+
+
+def test_game_and_seasons_endpoints(client):
+    game = make_game()
+    key = make_key(game)
+    submit_direct(
+        game, key, match_body([{"player_id": "amy", "points": 1, "region": "eu"}]), now=timezone.now(),
+        match_id=uuid.uuid4(),
+    )
+    detail = client.get("/api/v1/games/arena").json()
+    season = game.seasons.get()
+    assert detail == {
+        "game": "arena", "name": "Arena", "tie_rule": "competition",
+        "boards": ["all", "daily", "weekly", "best"], "regions": ["global", "eu"], "current_season": season.id,
+    }
+    seasons = client.get("/api/v1/games/arena/seasons").json()
+    assert seasons["current"] == season.id
+    [row] = seasons["seasons"]
+    assert row["status"] == "active" and row["grace_s"] == 3600 and row["starts_at"].endswith("Z")
+    assert client.get("/api/v1/games/nope").status_code == 404
