@@ -3,6 +3,7 @@
 import hashlib
 import hmac
 import json
+import math
 import os
 import random
 import secrets
@@ -95,7 +96,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, int(round(q / 100 * len(ordered) + 0.5)) - 1))
+    k = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
     return ordered[k]
 
 

@@ -84,7 +84,9 @@ def result_path(game: Game | str, match_id: uuid.UUID | str) -> str:
 def submit_direct(game: Game, key: ServerKey, body: dict[str, Any], *, now: datetime, match_id=None):
     """The service call the API makes, with an injectable clock (for accept times and periods)."""
     match_id = match_id or uuid.uuid4()
-    parsed, errors = validate_match(body, match_id=match_id, max_points=game.max_points_per_match, now=now, max_future_s=60)
+    parsed, errors = validate_match(
+        body, match_id=match_id, max_points=game.max_points_per_match, now=now, max_future_s=60
+    )
     [outcome] = matches_submit(game=game, key=key, matches=[(match_id, parsed, errors)], now=now)
     return outcome
 

@@ -23,7 +23,9 @@ EXPECTED = {
 def seed(game, key, rows, start):
     for i, (player, points) in enumerate(rows):
         outcome = submit_direct(
-            game, key, match_body([{"player_id": player, "points": points}], played_at=start),
+            game,
+            key,
+            match_body([{"player_id": player, "points": points}], played_at=start),
             now=start + timedelta(seconds=10 + i),
         )
         assert outcome.http_status == 202
@@ -138,7 +140,10 @@ def test_iso_weeks_across_the_year_boundary_and_late_arrivals_keep_their_day(cli
         ("jan03", datetime(2027, 1, 3, 12, tzinfo=UTC)),
         ("jan04", datetime(2027, 1, 4, 12, tzinfo=UTC)),
     ]:
-        assert submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played), now=later).http_status == 202
+        assert (
+            submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played), now=later).http_status
+            == 202
+        )
     # Played at 23:59:59Z, arriving after midnight: it counts on its own day.
     late = datetime(2027, 1, 5, 23, 59, 59, tzinfo=UTC)
     submit_direct(game, key, match_body([{"player_id": "late", "points": 7}], late), now=late + timedelta(seconds=40))
@@ -173,14 +178,21 @@ def test_game_and_seasons_endpoints(client):
     game = make_game()
     key = make_key(game)
     submit_direct(
-        game, key, match_body([{"player_id": "amy", "points": 1, "region": "eu"}]), now=timezone.now(),
+        game,
+        key,
+        match_body([{"player_id": "amy", "points": 1, "region": "eu"}]),
+        now=timezone.now(),
         match_id=uuid.uuid4(),
     )
     detail = client.get("/api/v1/games/arena").json()
     season = game.seasons.get()
     assert detail == {
-        "game": "arena", "name": "Arena", "tie_rule": "competition",
-        "boards": ["all", "daily", "weekly", "best"], "regions": ["global", "eu"], "current_season": season.id,
+        "game": "arena",
+        "name": "Arena",
+        "tie_rule": "competition",
+        "boards": ["all", "daily", "weekly", "best"],
+        "regions": ["global", "eu"],
+        "current_season": season.id,
     }
     seasons = client.get("/api/v1/games/arena/seasons").json()
     assert seasons["current"] == season.id

@@ -26,7 +26,9 @@ def seed_random(game, key, matches=60, players=15, seed=3):
             {"player_id": p, "points": rng.choice([0, 0, rng.randint(1, 500)]), "region": rng.choice(["eu", "na"])}
             for p in chosen
         ]
-        submit_direct(game, key, match_body(results, played), now=start + timedelta(hours=71, seconds=rng.randint(0, 50)))
+        submit_direct(
+            game, key, match_body(results, played), now=start + timedelta(hours=71, seconds=rng.randint(0, 50))
+        )
 
 
 def rows():

@@ -23,9 +23,7 @@ def stored() -> tuple[int, int]:
 
 
 def test_signature_matches_the_contract_test_vector():
-    body = (
-        b'{"played_at":"2025-10-13T20:14:07Z","duration_s":540,"results":[{"player_id":"maya","points":50}]}'
-    )
+    body = b'{"played_at":"2025-10-13T20:14:07Z","duration_s":540,"results":[{"player_id":"maya","points":50}]}'
     assert (
         signature_compute(
             secret="test-secret-do-not-use",
@@ -42,8 +40,12 @@ def test_accepted_result_is_stored_then_ranked(client):
     game = make_game()
     key = make_key(game)
     match_id = uuid.uuid4()
-    body = match_body([{"player_id": "maya", "points": 50, "display_name": "Maya", "region": "eu"},
-                       {"player_id": "leo", "points": 20}])
+    body = match_body(
+        [
+            {"player_id": "maya", "points": 50, "display_name": "Maya", "region": "eu"},
+            {"player_id": "leo", "points": 20},
+        ]
+    )
     response = signed_post(client, key, result_path(game, match_id), body)
     assert response.status_code == 202
     assert response.json() == {
@@ -77,7 +79,10 @@ def test_timestamp_301_s_off_is_401(client, skew):
     game = make_game()
     key = make_key(game)
     response = signed_post(
-        client, key, result_path(game, uuid.uuid4()), match_body([{"player_id": "a", "points": 1}]),
+        client,
+        key,
+        result_path(game, uuid.uuid4()),
+        match_body([{"player_id": "a", "points": 1}]),
         timestamp=int(time.time()) + skew,
     )
     assert response.status_code == 401
@@ -90,7 +95,10 @@ def test_timestamp_within_the_window_is_accepted(client, skew):
     game = make_game()
     key = make_key(game)
     response = signed_post(
-        client, key, result_path(game, uuid.uuid4()), match_body([{"player_id": "a", "points": 1}]),
+        client,
+        key,
+        result_path(game, uuid.uuid4()),
+        match_body([{"player_id": "a", "points": 1}]),
         timestamp=int(time.time()) + skew,
     )
     assert response.status_code == 202
@@ -163,15 +171,19 @@ def test_duplicate_player_ids_and_bad_match_fields_are_400(client):
     game = make_game()
     key = make_key(game)
     dup = signed_post(
-        client, key, result_path(game, uuid.uuid4()),
+        client,
+        key,
+        result_path(game, uuid.uuid4()),
         match_body([{"player_id": "a", "points": 1}, {"player_id": "a", "points": 2}]),
     )
     assert dup.status_code == 400
     assert "results" in dup.json()
     cases = [
         ({"played_at": "yesterday", "duration_s": 1, "results": [{"player_id": "a", "points": 1}]}, "played_at"),
-        ({"played_at": "2026-10-13T20:14:07", "duration_s": 1, "results": [{"player_id": "a", "points": 1}]},
-         "played_at"),
+        (
+            {"played_at": "2026-10-13T20:14:07", "duration_s": 1, "results": [{"player_id": "a", "points": 1}]},
+            "played_at",
+        ),
         (match_body([{"player_id": "a", "points": 1}], played_at=timezone.now() + timedelta(seconds=90)), "played_at"),
         ({"played_at": "2026-10-13T20:14:07Z", "results": [{"player_id": "a", "points": 1}]}, "duration_s"),
         (match_body([]), "results"),
@@ -276,8 +288,10 @@ def test_batch_answers_each_match_in_order_and_one_bad_match_sinks_nothing(clien
     bad = {"match_id": str(uuid.uuid4()), **match_body([{"player_id": "c", "points": "7"}], played)}
     replay = {"match_id": str(replayed_id), **match_body([{"player_id": "a", "points": 5}], played)}
     conflict = {"match_id": str(replayed_id), **match_body([{"player_id": "a", "points": 6}], played)}
-    closed = {"match_id": str(uuid.uuid4()),
-              **match_body([{"player_id": "d", "points": 1}], played_at=timezone.now() - timedelta(days=30))}
+    closed = {
+        "match_id": str(uuid.uuid4()),
+        **match_body([{"player_id": "d", "points": 1}], played_at=timezone.now() - timedelta(days=30)),
+    }
     no_id = match_body([{"player_id": "e", "points": 1}], played)
     response = signed_post(
         client, key, "/api/v1/games/arena/matches/batch", {"matches": [good, bad, replay, conflict, closed, no_id]}
@@ -299,8 +313,12 @@ def test_a_match_sent_alone_then_in_a_batch_is_a_replay(client):
     match_id = uuid.uuid4()
     body = match_body([{"player_id": "a", "points": 5}])
     first = signed_post(client, key, result_path(game, match_id), body)
-    batch = signed_post(client, key, "/api/v1/games/arena/matches/batch",
-                        {"matches": [{"match_id": str(match_id), **body}, {"match_id": str(match_id), **body}]})
+    batch = signed_post(
+        client,
+        key,
+        "/api/v1/games/arena/matches/batch",
+        {"matches": [{"match_id": str(match_id), **body}, {"match_id": str(match_id), **body}]},
+    )
     answers = batch.json()["matches"]
     assert [a["http_status"] for a in answers] == [200, 200]
     assert {k: v for k, v in answers[0].items() if k != "http_status"} == first.json()
