@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def seed_random(game, key, matches=60, players=15, seed=3):
     rng = random.Random(seed)
     start = timezone.now() - timedelta(days=3)
-    for i in range(matches):
+    for _ in range(matches):
         played = start + timedelta(hours=rng.randint(0, 70))
         chosen = rng.sample([f"p{n}" for n in range(players)], rng.randint(1, 4))
         results = [
@@ -111,7 +111,7 @@ def test_an_overflowing_event_is_refused_by_the_script_before_any_write():
     submit_direct(game, key, match_body([{"player_id": "a", "points": 5}]), now=timezone.now())
     [event] = rows()
     huge = EventRow(event.id + 1000, event.season_id, "a", 2**31, event.accepted_at, event.day, event.week, None)
-    report, on_boards, overflow = events_apply(events=[event, huge], dedup_ttl_s=600)
+    report, _, overflow = events_apply(events=[event, huge], dedup_ttl_s=600)
     assert (report.applied, overflow) == (1, [huge.id])
     assert redis_boards.client().zscore(redis_boards.BoardRef("arena", event.season_id, "all").key, "a") is not None
 
