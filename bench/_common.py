@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +68,13 @@ def region_of(n: int) -> str:
     return REGIONS[n % len(REGIONS)]
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_iso(ceil: bool = False) -> str:
+    """Now in whole seconds; `ceil` rounds up, so a season created "now" (with microseconds) already
+    contains it (a floored played_at can fall before the season's start: 409 season_closed)."""
+    now = datetime.now(UTC)
+    if ceil and now.microsecond:
+        now = now.replace(microsecond=0) + timedelta(seconds=1)
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def match(played_at: str, results: list[tuple[str, int, str]]) -> dict:

@@ -71,7 +71,7 @@ class Workload:
         self.sentinels: list[str | None] = []
         self.expected: dict[str, int] = defaultdict(int)
         self.events: list[tuple[str, int, str]] = []  # (player, points, region) in submission order
-        played_at = now_iso()
+        played_at = now_iso(ceil=True)
         b = 0
         for start in range(0, n_matches, batch):
             count = min(batch, n_matches - start)
@@ -109,9 +109,11 @@ class LagPoller(threading.Thread):
         self.lags: list[float] = []
         self.stop_when_empty = threading.Event()
         self.polls = 0
+        self.lost = 0
 
     def run(self) -> None:
         pending: dict[str, float] = {}
+        give_up: float | None = None
         with httpx.Client(base_url=self.base, timeout=10) as client:
             while True:
                 while True:
@@ -120,8 +122,14 @@ class LagPoller(threading.Thread):
                     except queue.Empty:
                         break
                     pending[sentinel] = t_accept
-                if not pending and self.stop_when_empty.is_set() and self.inbox.empty():
-                    return
+                if self.stop_when_empty.is_set() and self.inbox.empty():
+                    if not pending:
+                        return
+                    if give_up is None:
+                        give_up = time.perf_counter() + 5  # everything is applied by now
+                    elif time.perf_counter() > give_up:
+                        self.lost = len(pending)
+                        return
                 cycle = time.perf_counter()
                 for sentinel, t_accept in list(pending.items()):
                     r = client.get(f"/api/v1/games/{self.game}/boards/best/players/{sentinel}")
@@ -153,14 +161,18 @@ def end_to_end(args, work: Workload, game: str, key_id: str, secret: str) -> dic
         if r.status_code != 200:
             raise RuntimeError(f"batch {i}: HTTP {r.status_code} {r.text[:300]}")
         counts: dict[str, int] = defaultdict(int)
-        for answer in r.json()["matches"]:
+        answers = r.json()["matches"]
+        for answer in answers:
             if answer["http_status"] != 202:
                 counts[f"http_{answer['http_status']}"] += len(answer.get("results", [])) or 2
                 continue
             for res in answer["results"]:
                 counts[res["status"]] += 1
-        if work.sentinels[i] is not None:
-            poller.inbox.put((work.sentinels[i], t_done))
+        sentinel = work.sentinels[i]
+        if sentinel is not None and any(
+            res["player_id"] == sentinel and res["status"] == "accepted" for res in answers[-1].get("results", [])
+        ):
+            poller.inbox.put((sentinel, t_done))
         with lock:
             request_s.append(t_done - t)
             for k, v in counts.items():
@@ -219,6 +231,7 @@ def end_to_end(args, work: Workload, game: str, key_id: str, secret: str) -> dic
         "request_p99_s": percentile(request_s, 99),
         "lags": poller.lags,
         "lag_polls": poller.polls,
+        "lag_lost": poller.lost,
         "max_queue_lag_s": max_lag_seen,
         "mismatches": len(wrong),
         "verified": len(sample),

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import redis
 from django.conf import settings
+from redis.backoff import ExponentialBackoff
 from redis.commands.core import Script
+from redis.retry import Retry
 
 SEASON_BOARDS = ("all", "best")
 POINT_BOARDS = ("all", "daily", "weekly")
@@ -43,6 +45,9 @@ def client() -> redis.Redis:
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 health_check_interval=30,
+                # One quick retry (a dropped connection), never seconds of backoff: a dead Redis
+                # must be a prompt 503. A retried script is harmless: the dedup makes it so.
+                retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
             )
         return _clients[url]
 

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PORT="${PORT:-8000}"
+# honcho gives each process its own PORT (base + 100 per line); the demo needs the web one.
+export SERVICE_PORT="$PORT"
 export PATH="$PWD/.venv/bin:$PATH"
 mkdir -p var
 seed=$(python manage.py seed_demo)
