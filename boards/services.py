@@ -2,54 +2,85 @@
 
 from collections.abc import Iterable
 
+from django.utils import timezone
+
+from leaderboard_site.db import insert_unnest
 from seasons.models import Game, Season
 
 from .models import Player, SeasonRegion
 
+Profile = tuple[str | None, str | None]  # (display_name, region)
+
 
 def players_register(
     *, game: Game, profiles: Iterable[tuple[str, str | None, str | None]]
-) -> tuple[dict[str, Player], dict[str, str]]:
+) -> tuple[dict[str, Profile], dict[str, str]]:
     """Create missing players; fill a name or region only where the profile has none yet.
 
-    `profiles` is (player_id, display_name, region). Returns the players by id and the display
-    names that are new (for the names index in Redis). Rows are written in player id order so
-    concurrent batches lock them in one order.
+    `profiles` is (player_id, display_name, region). Returns each player's (display_name, region)
+    and the display names that are new (for the names index in Redis). Rows are written in player
+    id order so concurrent batches lock them in one order.
     """
-    wanted: dict[str, tuple[str | None, str | None]] = {}
+    wanted: dict[str, Profile] = {}
     for player_id, name, region in profiles:
         old_name, old_region = wanted.get(player_id, (None, None))
         wanted[player_id] = (old_name or name, old_region or region)
-    existing = {p.player_id: p for p in Player.objects.filter(game=game, player_id__in=list(wanted))}
-    missing = [
-        Player(game=game, player_id=pid, display_name=wanted[pid][0], region=wanted[pid][1])
-        for pid in sorted(wanted)
-        if pid not in existing
-    ]
+    known: dict[str, Profile] = {
+        pid: (name, region)
+        for pid, name, region in Player.objects.filter(game=game, player_id__in=list(wanted)).values_list(
+            "player_id", "display_name", "region"
+        )
+    }
+    missing = sorted(pid for pid in wanted if pid not in known)
     new_names: dict[str, str] = {}
     if missing:
-        Player.objects.bulk_create(missing, ignore_conflicts=True)
-        created = Player.objects.filter(game=game, player_id__in=[p.player_id for p in missing])
-        for player in created:
-            existing[player.player_id] = player
-            if player.display_name:
-                new_names[player.player_id] = player.display_name
-    for pid in sorted(wanted):
-        player = existing[pid]
-        name, region = wanted[pid]
-        fields = []
-        if player.display_name is None and name:
-            player.display_name = name
-            fields.append("display_name")
-            new_names[pid] = name
-        if player.region is None and region:
-            player.region = region
-            fields.append("region")
-        if fields:
-            Player.objects.filter(pk=player.pk, **{f"{f}__isnull": True for f in fields}).update(
-                **{f: getattr(player, f) for f in fields}
+        created = insert_unnest(
+            Player._meta.db_table,
+            [
+                ("game_id", "bigint"),
+                ("player_id", "text"),
+                ("display_name", "text"),
+                ("region", "text"),
+                ("hidden", "boolean"),
+                ("created_at", "timestamptz"),
+            ],
+            [
+                [game.id] * len(missing),
+                missing,
+                [wanted[pid][0] for pid in missing],
+                [wanted[pid][1] for pid in missing],
+                [False] * len(missing),
+                [timezone.now()] * len(missing),
+            ],
+            on_conflict="ON CONFLICT (game_id, player_id) DO NOTHING",
+            returning="player_id",
+        )
+        for (pid,) in created:
+            known[pid] = wanted[pid]
+            if wanted[pid][0]:
+                new_names[pid] = wanted[pid][0]  # type: ignore[assignment]
+        raced = [pid for pid in missing if pid not in known]
+        if raced:  # created by a concurrent batch a moment ago
+            known.update(
+                (pid, (name, region))
+                for pid, name, region in Player.objects.filter(game=game, player_id__in=raced).values_list(
+                    "player_id", "display_name", "region"
+                )
             )
-    return existing, new_names
+    for pid in sorted(wanted):
+        name, region = known[pid]
+        want_name, want_region = wanted[pid]
+        if name is None and want_name:
+            if Player.objects.filter(game=game, player_id=pid, display_name__isnull=True).update(
+                display_name=want_name
+            ):
+                new_names[pid] = want_name
+            name = want_name
+        if region is None and want_region:
+            Player.objects.filter(game=game, player_id=pid, region__isnull=True).update(region=want_region)
+            region = want_region
+        known[pid] = (name, region)
+    return known, new_names
 
 
 def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> dict[str, str]:
@@ -60,21 +91,21 @@ def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> 
     """
     if not candidates:
         return {}
-    fixed = dict(
-        SeasonRegion.objects.filter(season=season, player_id__in=list(candidates)).values_list("player_id", "region")
-    )
-    missing = [
-        SeasonRegion(season=season, player_id=pid, region=candidates[pid])
-        for pid in sorted(candidates)
-        if pid not in fixed and candidates[pid]
-    ]
+    fixed = season_regions_of(season=season, player_ids=candidates)
+    missing = sorted(pid for pid in candidates if pid not in fixed and candidates[pid])
     if missing:
-        SeasonRegion.objects.bulk_create(missing, ignore_conflicts=True)
-        fixed.update(
-            SeasonRegion.objects.filter(season=season, player_id__in=[r.player_id for r in missing]).values_list(
-                "player_id", "region"
-            )
+        insert_unnest(
+            SeasonRegion._meta.db_table,
+            [("season_id", "bigint"), ("player_id", "text"), ("region", "text"), ("created_at", "timestamptz")],
+            [
+                [season.id] * len(missing),
+                missing,
+                [candidates[pid] for pid in missing],
+                [timezone.now()] * len(missing),
+            ],
+            on_conflict="ON CONFLICT (season_id, player_id) DO NOTHING",
         )
+        fixed.update(season_regions_of(season=season, player_ids=missing))
     return fixed
 
 

@@ -62,3 +62,21 @@ class ScoreEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.match_id}/{self.player_id}"
+
+
+class SeasonTotal(models.Model):
+    """A player's accepted points in a season, kept in the submission transaction.
+
+    It answers "would this result pass the season's exact capacity?" with one upsert per batch,
+    however long the player's history (summing their events would grow with it).
+    """
+
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT)
+    player_id = models.CharField(max_length=64)
+    points = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["season", "player_id"], name="season_total_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.player_id}: {self.points}"

@@ -14,19 +14,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
-from django.db.models import Sum
+from django.db import transaction
+from django.utils import timezone
 
 from anticheat.models import ServerKey
 from anticheat.services import Verdict, results_judge
 from boards.services import players_register, season_regions_fix, season_regions_of
+from leaderboard_site.db import insert_unnest
 from seasons.models import Game, Season
 from seasons.periods import week_label
 from seasons.selectors import season_containing, seasons_of
 
 from . import redis_boards
 from .encoding import ScoreCodec, reached_seconds
-from .models import EventStatus, MatchSubmission, ScoreEvent
+from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .validation import Errors, MatchIn
 
 logger = logging.getLogger(__name__)
@@ -100,14 +101,24 @@ def _season_for(match: MatchIn, seasons: list[Season], now: datetime) -> tuple[S
     return season, None
 
 
+class _ClaimLost(Exception):
+    pass
+
+
 def matches_submit(
-    *, game: Game, key: ServerKey, matches: list[tuple[uuid.UUID, MatchIn | None, Errors]], now: datetime
+    *,
+    game: Game,
+    key: ServerKey,
+    matches: list[tuple[uuid.UUID, MatchIn | None, Errors]],
+    now: datetime,
+    _attempt: int = 1,
 ) -> list[MatchOutcome]:
     """Judge and store a list of matches (the single endpoint passes one), one answer per match.
 
-    Locks: inserts unique (game, match_id) submission rows, so concurrent copies of one match
-    wait for the first and then replay it; player and season-region rows are written in player
-    id order. Side effects on commit: the apply task for accepted events, new display names.
+    Locks: season totals and player rows in player id order; the unique (game, match_id)
+    submission rows last, in match id order, so a concurrent copy of a match waits for the first
+    to commit, then rolls back and replays it. Side effects on commit: the apply task for
+    accepted events, new display names in Redis.
     """
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
     for i, (match_id, parsed, errors) in enumerate(matches):
@@ -144,7 +155,14 @@ def matches_submit(
         pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season))
 
     if pending:
-        accepted_ids = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
+        try:
+            accepted_ids = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
+        except _ClaimLost:
+            # A concurrent copy of one of these matches committed first: start over, and the
+            # lookup above answers those matches as replays (or conflicts).
+            if _attempt >= 3:
+                raise
+            return matches_submit(game=game, key=key, matches=matches, now=now, _attempt=_attempt + 1)
         if accepted_ids:
             transaction.on_commit(lambda: enqueue_apply(accepted_ids), robust=True)
 
@@ -164,22 +182,7 @@ def matches_submit(
 def _store(
     *, game: Game, key: ServerKey, pending: list[_Pending], outcomes: list[MatchOutcome | None], now: datetime
 ) -> list[int]:
-    # 1. Claim the match ids. A concurrent copy blocks here until the first commits, then replays.
-    claimed = _claim_submissions(game=game, key=key, pending=pending)
-    lost = [p for p in pending if p.match.match_id not in claimed]
-    if lost:
-        winners = {
-            s.match_id: s
-            for s in MatchSubmission.objects.filter(game=game, match_id__in=[p.match.match_id for p in lost])
-        }
-        for p in lost:
-            sub = winners[p.match.match_id]
-            outcomes[p.index] = _replay_or_conflict(sub.content_hash, sub.answer, p.content_hash, str(p.match.match_id))
-    pending = [p for p in pending if p.match.match_id in claimed]
-    if not pending:
-        return []
-
-    # 2. Judge every result (anti-cheat seam), then refuse season totals past the exact capacity.
+    # 1. Judge every result (anti-cheat seam), then refuse season totals past the exact capacity.
     for p in pending:
         p.verdicts = results_judge(
             game=game,
@@ -187,9 +190,9 @@ def _store(
             points=[r.points for r in p.match.results],
             duration_s=p.match.duration_s,
         )
-    _refuse_overflow(pending)
+    _season_totals_add(pending)
 
-    # 3. Players and the region each accepted result counts in.
+    # 2. Players and the region each accepted result counts in.
     players, new_names = players_register(
         game=game, profiles=[(r.player_id, r.display_name, r.region) for p in pending for r in p.match.results]
     )
@@ -204,7 +207,7 @@ def _store(
         for p in group:
             for r, v in zip(p.match.results, p.verdicts, strict=True):
                 if v.status == EventStatus.ACCEPTED:
-                    candidates.setdefault(r.player_id, r.region or players[r.player_id].region)
+                    candidates.setdefault(r.player_id, r.region or players[r.player_id][1])
                 else:
                     others.add(r.player_id)
         fixed = season_regions_fix(season=season, candidates=candidates)
@@ -213,8 +216,11 @@ def _store(
             fixed.update(season_regions_of(season=season, player_ids=rest))
         regions_by_season[season_id] = fixed
 
-    # 4. The events, and each match's answer.
-    events: list[ScoreEvent] = []
+    # 3. Each match's answer, then the match ids claimed with it, then the events.
+    columns: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
+    (c_season, c_match, c_player, c_points, c_played, c_duration, c_day, c_week, c_region, c_status, c_reason) = (
+        columns[1:12]
+    )
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     for p in pending:
         match = p.match
@@ -223,98 +229,127 @@ def _store(
         fixed = regions_by_season[p.season.id]
         rows = []
         for r, v in zip(match.results, p.verdicts, strict=True):
-            region = fixed.get(r.player_id) or r.region or players[r.player_id].region
-            events.append(
-                ScoreEvent(
-                    game=game,
-                    season=p.season,
-                    match_id=match.match_id,
-                    player_id=r.player_id,
-                    points=r.points,
-                    played_at=match.played_at,
-                    accepted_at=now,
-                    duration_s=match.duration_s,
-                    day=day,
-                    week=week,
-                    region=region,
-                    status=v.status,
-                    reason=v.reason,
-                )
-            )
+            c_season.append(p.season.id)
+            c_match.append(match.match_id)
+            c_player.append(r.player_id)
+            c_points.append(r.points)
+            c_played.append(match.played_at)
+            c_duration.append(match.duration_s)
+            c_day.append(day)
+            c_week.append(week)
+            c_region.append(fixed.get(r.player_id) or r.region or players[r.player_id][1])
+            c_status.append(v.status)
+            c_reason.append(v.reason)
             row = {"player_id": r.player_id, "status": v.status}
             if v.reason:
                 row["reason"] = v.reason
             rows.append(row)
         answers[match.match_id] = {"match_id": str(match.match_id), "results": rows}
         outcomes[p.index] = MatchOutcome(http_status=202, body=answers[match.match_id])
-    ScoreEvent.objects.bulk_create(events, batch_size=5000)
-    _save_answers(game=game, answers=answers)
+    claimed = _claim_submissions(game=game, key=key, pending=pending, answers=answers)
+    if len(claimed) != len(pending):
+        raise _ClaimLost
+    count = len(c_player)
+    columns[0] = [game.id] * count
+    columns[12] = [now] * count
+    inserted = insert_unnest(ScoreEvent._meta.db_table, EVENT_COLUMNS, columns, returning="id, status")
     if new_names:
         transaction.on_commit(lambda: _names_index(game=game.slug, names=new_names), robust=True)
-    return [e.id for e in events if e.status == EventStatus.ACCEPTED]
+    return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED]
 
 
-def _claim_submissions(*, game: Game, key: ServerKey, pending: list[_Pending]) -> set[uuid.UUID]:
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING: the match ids this transaction owns."""
-    rows = sorted(((p.match.match_id, p.content_hash) for p in pending), key=lambda row: row[0])
-    table = MatchSubmission._meta.db_table
-    claimed: set[uuid.UUID] = set()
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), 1000):
-            chunk = rows[start : start + 1000]
-            values = ",".join(["(%s, %s, %s, %s, '{}'::jsonb, now())"] * len(chunk))
-            params: list[Any] = []
-            for match_id, digest in chunk:
-                params += [game.id, match_id, digest, key.key_id]
-            cursor.execute(
-                f"INSERT INTO {table} (game_id, match_id, content_hash, key_id, answer, created_at) "
-                f"VALUES {values} ON CONFLICT (game_id, match_id) DO NOTHING RETURNING match_id",
-                params,
-            )
-            claimed.update(row[0] for row in cursor.fetchall())
-    return claimed
+EVENT_COLUMNS = [
+    ("game_id", "bigint"),
+    ("season_id", "bigint"),
+    ("match_id", "uuid"),
+    ("player_id", "text"),
+    ("points", "bigint"),
+    ("played_at", "timestamptz"),
+    ("duration_s", "integer"),
+    ("day", "date"),
+    ("week", "text"),
+    ("region", "text"),
+    ("status", "text"),
+    ("reason", "text"),
+    ("accepted_at", "timestamptz"),
+]
 
 
-def _save_answers(*, game: Game, answers: dict[uuid.UUID, dict[str, Any]]) -> None:
-    table = MatchSubmission._meta.db_table
-    items = list(answers.items())
-    with connection.cursor() as cursor:
-        for start in range(0, len(items), 1000):
-            chunk = items[start : start + 1000]
-            values = ",".join(["(%s::uuid, %s::jsonb)"] * len(chunk))
-            params: list[Any] = []
-            for match_id, answer in chunk:
-                params += [match_id, json.dumps(answer)]
-            cursor.execute(
-                f"UPDATE {table} AS s SET answer = v.answer FROM (VALUES {values}) AS v(match_id, answer) "
-                "WHERE s.game_id = %s AND s.match_id = v.match_id",
-                [*params, game.id],
-            )
+def _claim_submissions(
+    *, game: Game, key: ServerKey, pending: list[_Pending], answers: dict[uuid.UUID, dict[str, Any]]
+) -> set[uuid.UUID]:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING: the match ids this transaction owns.
+
+    Rows go in match id order, so two batches sharing match ids wait on each other, never deadlock.
+    """
+    rows = sorted(pending, key=lambda p: p.match.match_id)
+    inserted = insert_unnest(
+        MatchSubmission._meta.db_table,
+        [
+            ("game_id", "bigint"),
+            ("match_id", "uuid"),
+            ("content_hash", "text"),
+            ("key_id", "text"),
+            ("answer", "jsonb"),
+            ("created_at", "timestamptz"),
+        ],
+        [
+            [game.id] * len(rows),
+            [p.match.match_id for p in rows],
+            [p.content_hash for p in rows],
+            [key.key_id] * len(rows),
+            [json.dumps(answers[p.match.match_id]) for p in rows],
+            [timezone.now()] * len(rows),
+        ],
+        on_conflict="ON CONFLICT (game_id, match_id) DO NOTHING",
+        returning="match_id",
+    )
+    return {row[0] for row in inserted}
 
 
-def _refuse_overflow(pending: list[_Pending]) -> None:
-    """A season total past the season's exact capacity is rejected (`score_overflow`), never rounded."""
+def _season_totals_add(pending: list[_Pending]) -> None:
+    """Add accepted points to the players' season totals; a result that would take a total past
+    the season's exact capacity is rejected (`score_overflow`), never rounded.
+
+    One upsert per season for the whole batch, rows in player id order (the lock order).
+    """
     by_season: dict[int, list[_Pending]] = defaultdict(list)
     for p in pending:
         by_season[p.season.id].append(p)
     for season_id, group in by_season.items():
-        codec = ScoreCodec(group[0].season.time_bits)
-        players = {r.player_id for p in group for r in p.match.results}
-        totals: dict[str, int] = dict(
-            ScoreEvent.objects.filter(season_id=season_id, player_id__in=players, status=EventStatus.ACCEPTED)
-            .values("player_id")
-            .annotate(total=Sum("points"))
-            .values_list("player_id", "total")
-        )
+        capacity = ScoreCodec(group[0].season.time_bits).max_points
+        added: dict[str, int] = defaultdict(int)
         for p in group:
-            for j, r in enumerate(p.match.results):
-                if p.verdicts[j].status != EventStatus.ACCEPTED:
-                    continue
-                total = totals.get(r.player_id, 0) + r.points
-                if total > codec.max_points:
-                    p.verdicts[j] = Verdict(EventStatus.REJECTED, "score_overflow")
-                else:
-                    totals[r.player_id] = total
+            for r, v in zip(p.match.results, p.verdicts, strict=True):
+                if v.status == EventStatus.ACCEPTED:
+                    added[r.player_id] += r.points
+        if not added:
+            continue
+        players = sorted(added)
+        table = SeasonTotal._meta.db_table
+        totals = dict(
+            insert_unnest(
+                table,
+                [("season_id", "bigint"), ("player_id", "text"), ("points", "bigint")],
+                [[season_id] * len(players), players, [added[pid] for pid in players]],
+                on_conflict=(
+                    f"ON CONFLICT (season_id, player_id) DO UPDATE SET points = {table}.points + EXCLUDED.points"
+                ),
+                returning="player_id, points",
+            )
+        )
+        over = {pid for pid, total in totals.items() if total > capacity}
+        for pid in sorted(over):
+            running = totals[pid] - added[pid]
+            for p in group:
+                for j, r in enumerate(p.match.results):
+                    if r.player_id != pid or p.verdicts[j].status != EventStatus.ACCEPTED:
+                        continue
+                    if running + r.points > capacity:
+                        p.verdicts[j] = Verdict(EventStatus.REJECTED, "score_overflow")
+                    else:
+                        running += r.points
+            SeasonTotal.objects.filter(season_id=season_id, player_id=pid).update(points=running)
 
 
 def _names_index(*, game: str, names: dict[str, str]) -> None:

@@ -152,8 +152,8 @@ def validate_match(
         if any(item_errors):
             errors["results"] = item_errors
         else:
-            seen: set[str] = set()
-            duplicates = sorted({r.player_id for r in results if r.player_id in seen or seen.add(r.player_id)})
+            ids = [r.player_id for r in results]
+            duplicates = sorted({pid for pid in ids if ids.count(pid) > 1}) if len(set(ids)) != len(ids) else []
             if duplicates:
                 errors["results"] = [f"Player ids must be unique within a match; repeated: {', '.join(duplicates)}."]
     if errors:

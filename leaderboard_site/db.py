@@ -1,0 +1,32 @@
+"""Bulk SQL helpers: one statement per batch with array parameters (`unnest`), not thousands of
+placeholders. A 2,000-row insert this way costs a few ms; the ORM's bulk_create spends ten times
+that building model instances and a query with 30,000 parameters."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+
+
+def insert_unnest(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    values: Sequence[Sequence[Any]],
+    *,
+    on_conflict: str = "",
+    returning: str = "",
+) -> list[tuple[Any, ...]]:
+    """INSERT INTO table (cols) SELECT * FROM unnest(%s::type[], ...) [on_conflict] [RETURNING ...].
+
+    `columns` is [(name, postgres type)]; `values` holds one list per column, all the same length.
+    """
+    if not values or not values[0]:
+        return []
+    names = ", ".join(name for name, _ in columns)
+    arrays = ", ".join(f"%s::{pg_type}[]" for _, pg_type in columns)
+    sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {on_conflict}"
+    if returning:
+        sql += f" RETURNING {returning}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [list(column) for column in values])
+        return cursor.fetchall() if returning else []
