@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -120,13 +121,18 @@ def events_apply(
     return report, on_boards, overflow
 
 
-def _rows(queryset) -> list[EventRow]:
-    return [
-        EventRow(*values)
-        for values in queryset.values_list(
-            "id", "season_id", "player_id", "points", "accepted_at", "day", "week", "region"
+_TABLE = ScoreEvent._meta.db_table
+
+
+def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
+    # One array parameter, not thousands of placeholders: this runs for every batch.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, season_id, player_id, points, accepted_at, day, week, region "
+            f"FROM {_TABLE} WHERE id = ANY(%s::bigint[]) AND status = %s AND applied_at IS NULL ORDER BY id",
+            [event_ids, EventStatus.ACCEPTED.value],
         )
-    ]
+        return [EventRow(*row) for row in cursor.fetchall()]
 
 
 def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
@@ -135,16 +141,20 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
     Idempotent: the ledger filter skips events already applied; the Lua dedup skips events that
     reached Redis but whose `applied_at` was not written (a crash in between).
     """
-    events = _rows(
-        ScoreEvent.objects.filter(id__in=event_ids, status=EventStatus.ACCEPTED, applied_at__isnull=True).order_by("id")
-    )
+    events = _unapplied_rows(event_ids)
     report, on_boards, overflow = events_apply(events=events, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
-    now = timezone.now()
-    if on_boards:
-        ScoreEvent.objects.filter(id__in=on_boards, applied_at__isnull=True).update(applied_at=now)
-    if overflow:
-        logger.error("events %s would pass the season's exact score capacity; rejected", overflow)
-        ScoreEvent.objects.filter(id__in=overflow).update(status=EventStatus.REJECTED, reason="score_overflow")
+    with connection.cursor() as cursor:
+        if on_boards:
+            cursor.execute(
+                f"UPDATE {_TABLE} SET applied_at = %s WHERE id = ANY(%s::bigint[]) AND applied_at IS NULL",
+                [timezone.now(), on_boards],
+            )
+        if overflow:
+            logger.error("events %s would pass the season's exact score capacity; rejected", overflow)
+            cursor.execute(
+                f"UPDATE {_TABLE} SET status = %s, reason = 'score_overflow' WHERE id = ANY(%s::bigint[])",
+                [EventStatus.REJECTED.value, overflow],
+            )
     return report
 
 
