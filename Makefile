@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop migrate run test bench lint schema
+.PHONY: help venv services services-stop migrate run test bench lint typecheck check schema
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,8 +42,14 @@ test: venv services ## run the test suite (extra args: PYTEST_ARGS=...)
 bench: venv services ## run the benchmarks
 	bash scripts/bench.sh
 
-lint: ## ruff check + format check
+lint: venv ## ruff check + format check
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+typecheck: venv ## mypy (django-stubs) on services, selectors and the Redis modules
+	$(VENV)/bin/mypy
+
+check: venv lint typecheck ## lint, types and migrations in sync (CI runs this before the tests)
+	$(PY) manage.py makemigrations --check --dry-run >/dev/null
 
 schema: ## regenerate and validate docs/openapi.yaml
 	$(PY) manage.py spectacular --file docs/openapi.yaml --validate

@@ -117,13 +117,13 @@ def _fill_names(game: Game, entries: list[dict[str, Any]]) -> None:
     missing = [e["player_id"] for e in entries if e["display_name"] is None]
     if not missing:
         return
-    names = dict(
-        Player.objects.filter(game=game, player_id__in=missing, display_name__isnull=False).values_list(
-            "player_id", "display_name"
-        )
-    )
-    if names:
-        redis_boards.client().hset(redis_boards.names_key(game.slug), mapping=names)
+    names = {
+        pid: name or ""
+        for pid, name in Player.objects.filter(
+            game=game, player_id__in=missing, display_name__isnull=False
+        ).values_list("player_id", "display_name")
+    }
+    redis_boards.names_store(game.slug, names)
     for e in entries:
         if e["display_name"] is None:
             e["display_name"] = names.get(e["player_id"])

@@ -59,7 +59,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response.data = error_body(detail="Invalid input.", code="invalid", fields=fields)
         return response
     if isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
+        wait = int(getattr(exc, "wait", None) or 1)
         response["Retry-After"] = str(max(1, wait))
     code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
     if not isinstance(code, str):

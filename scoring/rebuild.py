@@ -189,13 +189,11 @@ def _swap(client, game: Game, keys: set[str], *, dense: bool) -> int:
 def _names_rebuild(game: Game) -> None:
     from boards.models import Player
 
-    client = redis_boards.client()
     names = Player.objects.filter(game=game, display_name__isnull=False).values_list("player_id", "display_name")
     batch: dict[str, str] = {}
     for player_id, name in names.iterator(chunk_size=10_000):
-        batch[player_id] = name
+        batch[player_id] = name or ""
         if len(batch) >= WRITE_CHUNK:
-            client.hset(redis_boards.names_key(game.slug), mapping=batch)
+            redis_boards.names_store(game.slug, batch)
             batch = {}
-    if batch:
-        client.hset(redis_boards.names_key(game.slug), mapping=batch)
+    redis_boards.names_store(game.slug, batch)

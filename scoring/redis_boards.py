@@ -10,9 +10,11 @@ Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `20
 """
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -71,6 +73,12 @@ class BoardRef:
     @property
     def distinct_key(self) -> str:
         return distinct_key(self.key)
+
+
+def names_store(game: str, names: Mapping[str, str]) -> None:
+    """Display names into the game's names hash (read by the board scripts)."""
+    if names:
+        client().hset(names_key(game), mapping=dict[Any, Any](names))
 
 
 def distinct_key(board_key: str) -> str:

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 from django.db import connection
 
@@ -54,10 +55,10 @@ class LedgerBoard:
         return int(ttl - (now - self.last_write).total_seconds())
 
 
-def _sql(game_id: int, player_ids: Iterable[str] | None) -> tuple[str, list[object]]:
+def _sql(game_id: int, player_ids: Iterable[str] | None) -> tuple[str, list[Any]]:
     table = ScoreEvent._meta.db_table
     where = "game_id = %s AND status = %s"
-    params: list[object] = [game_id, EventStatus.ACCEPTED.value]
+    params: list[Any] = [game_id, EventStatus.ACCEPTED.value]
     if player_ids is not None:
         where += " AND player_id = ANY(%s)"
         params.append(list(player_ids))
@@ -144,16 +145,16 @@ def boards_diff(*, game: Game, now: datetime) -> dict[str, dict[str, tuple[int |
 
     Day and week boards whose TTL has run out are expected to be gone."""
     client = redis_boards.client()
-    expected = {
-        key: board
-        for key, board in ledger_boards(game=game).items()
-        if board.ttl_left_s(now) is None or board.ttl_left_s(now) > 0
+    expected = {key: board for key, board in ledger_boards(game=game).items() if (board.ttl_left_s(now) or 1) > 0}
+    live_keys = {
+        str(k)
+        for k in client.scan_iter(match=redis_boards.board_pattern(game.slug), count=1000)
+        if not str(k).endswith((":d", ":rebuild"))
     }
-    live_keys = {k for k in client.scan_iter(match=redis_boards.board_pattern(game.slug), count=1000)}
-    live_keys = {k for k in live_keys if not k.endswith(":d") and not k.endswith(":rebuild")}
     diff: dict[str, dict[str, tuple[int | None, int | None]]] = defaultdict(dict)
     for key in live_keys | set(expected):
-        live = {m: int(float(s)) for m, s in client.zrange(key, 0, -1, withscores=True)}
+        pairs: list[Any] = client.zrange(key, 0, -1, withscores=True)  # [(member, score)]
+        live = {str(m): int(float(s)) for m, s in pairs}
         want = expected[key].scores if key in expected else {}
         for player in live.keys() | want.keys():
             if live.get(player) != want.get(player):

@@ -254,7 +254,7 @@ def _store(
     columns[12] = [now] * count
     inserted = insert_unnest(ScoreEvent._meta.db_table, EVENT_COLUMNS, columns, returning="id, status")
     if new_names:
-        transaction.on_commit(lambda: _names_index(game=game.slug, names=new_names), robust=True)
+        transaction.on_commit(lambda: redis_boards.names_store(game.slug, new_names), robust=True)
     return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED]
 
 
@@ -350,10 +350,6 @@ def _season_totals_add(pending: list[_Pending]) -> None:
                     else:
                         running += r.points
             SeasonTotal.objects.filter(season_id=season_id, player_id=pid).update(points=running)
-
-
-def _names_index(*, game: str, names: dict[str, str]) -> None:
-    redis_boards.client().hset(redis_boards.names_key(game), mapping=names)
 
 
 def enqueue_apply(event_ids: list[int]) -> None:

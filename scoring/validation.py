@@ -50,6 +50,7 @@ class MatchIn:
 
 
 def is_int(value: Any) -> bool:
+    """An integer, and not a bool (JSON true is not 1 here)."""
     return type(value) is int
 
 
@@ -86,7 +87,7 @@ def _result(raw: Any, max_points: int) -> tuple[ResultIn | None, Errors]:
     points = raw.get("points")
     if "points" not in raw:
         errors["points"] = ["This field is required."]
-    elif not is_int(points):
+    elif not isinstance(points, int) or isinstance(points, bool):
         errors["points"] = ["Points must be an integer."]
     elif not 0 <= points <= max_points:
         errors["points"] = [f"Points must be between 0 and {max_points}."]
@@ -100,6 +101,7 @@ def _result(raw: Any, max_points: int) -> tuple[ResultIn | None, Errors]:
         errors["region"] = ["A region is 2-16 characters from [a-z0-9-] (and not 'global')."]
     if errors:
         return None, errors
+    assert isinstance(player_id, str) and isinstance(points, int)
     return ResultIn(
         player_id=player_id,
         points=points,
@@ -125,7 +127,7 @@ def validate_match(
     duration_s = raw.get("duration_s")
     if "duration_s" not in raw:
         errors["duration_s"] = ["This field is required."]
-    elif not is_int(duration_s) or not 0 <= duration_s <= MAX_DURATION_S:
+    elif not isinstance(duration_s, int) or isinstance(duration_s, bool) or not 0 <= duration_s <= MAX_DURATION_S:
         errors["duration_s"] = [f"duration_s must be an integer from 0 to {MAX_DURATION_S}."]
     season_raw = raw.get("season")
     season_id: int | None = None
@@ -158,7 +160,7 @@ def validate_match(
                 errors["results"] = [f"Player ids must be unique within a match; repeated: {', '.join(duplicates)}."]
     if errors:
         return None, errors
-    assert played_at is not None
+    assert played_at is not None and isinstance(duration_s, int)
     return MatchIn(
         match_id=match_id,
         played_at=played_at,
