@@ -4,12 +4,14 @@ import pytest
 
 from boards.selectors import top_cache
 from scoring import redis_boards
+from seasons.selectors import catalog_clear
 
 
 @pytest.fixture(autouse=True)
 def clean_redis():
     redis_boards.client().flushall()
     top_cache.clear()
+    catalog_clear()
     yield
 
 

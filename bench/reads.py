@@ -262,6 +262,9 @@ async def run_http(args, game: str) -> tuple[dict[str, Result], Result | None]:
     rng = random.Random(11)
     paths = make_paths(game, args.players, rng)
     closed: dict[str, Result] = {}
+    if args.baseline:  # the floor of the web stack: a view that touches neither database nor Redis
+        base = await closed_loop(host, port, "live", lambda: "/health/live", args.workers, min(args.seconds, 5))
+        log(base.line() + "  (GET /health/live: no DB, no Redis)")
     for name in ("rank", "top", "around"):
         closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
         log(closed[name].line())
@@ -292,6 +295,9 @@ def main() -> None:
     parser.add_argument("--redis-url", help="default: $REDIS_URL or redis://127.0.0.1:6379/0")
     parser.add_argument("--key-prefix", default="lb", help="the service's REDIS_KEY_PREFIX")
     parser.add_argument("--raw-calls", type=int, default=10_000)
+    parser.add_argument(
+        "--baseline", action=argparse.BooleanOptionalAction, default=True, help="also load GET /health/live"
+    )
     parser.add_argument("--seed-timeout", type=float, default=300)
     parser.add_argument("--json", help="also write all figures to this file")
     args = parser.parse_args()

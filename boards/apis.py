@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 from leaderboard_site.api_errors import ApiError
 from scoring.serializers import ErrorSerializer
 from seasons.models import Game
-from seasons.selectors import game_get, season_current, seasons_of
+from seasons.selectors import game_catalog, game_get, season_current, seasons_of
 
 from . import selectors, serializers
 from .models import SeasonRegion
@@ -48,10 +48,13 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 
 def resolve(request: Request, game: str, board: str) -> selectors.BoardView:
-    game_obj = game_or_404(game)
+    game_obj, seasons = game_catalog(slug=game)
+    if game_obj is None:
+        raise ApiError(404, "not_found", f"No game {game!r}.")
     try:
         return selectors.board_resolve(
             game=game_obj,
+            seasons=seasons,
             board=board,
             region=request.query_params.get("region"),
             season=request.query_params.get("season"),

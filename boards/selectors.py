@@ -70,14 +70,24 @@ class BoardView:
 
 
 def board_resolve(
-    *, game: Game, board: str, region: str | None, season: str | None, period: str | None, now: datetime
+    *,
+    game: Game,
+    board: str,
+    region: str | None,
+    season: str | None,
+    period: str | None,
+    now: datetime,
+    seasons: list[Season] | None = None,
 ) -> BoardView:
+    """Which season, period and region a reader means. The season is resolved once per request,
+    so one answer never mixes two seasons."""
     if board not in BOARDS:
         raise UnknownBoard(board)
     region = region or redis_boards.GLOBAL
     if region != redis_boards.GLOBAL and not REGION_RE.match(region):
         raise BadQuery("region", "A region is 'global' or 2-16 characters from [a-z0-9-].")
-    seasons = seasons_of(game=game)
+    if seasons is None:
+        seasons = seasons_of(game=game)
     if season:
         if not season.isdigit():
             raise BadQuery("season", "A season id, as listed by /seasons.")
