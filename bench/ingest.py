@@ -18,6 +18,7 @@ Needs no Django: the signature is reimplemented with hmac; provisioning (when --
 
 import argparse
 import json
+import os
 import queue
 import random
 import sys
@@ -31,7 +32,7 @@ import httpx
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     ROOT,
     log,
     match,
@@ -190,8 +191,10 @@ def end_to_end(args, work: Workload, game: str, key_id: str, secret: str) -> dic
     log(f"all {len(work.bodies)} batches answered in {t_sent - t0:.2f} s; waiting for the boards ...")
 
     max_lag_seen = 0.0
+    broker = redis.Redis.from_url(redis_url(args.redis_url))
     with httpx.Client(base_url=args.url, timeout=10) as client:
         deadline = time.perf_counter() + args.drain_timeout
+        queued, queued_since = -1, time.perf_counter()
         while True:
             ready = client.get("/health/ready").json()
             lag = ready.get("queue_lag_s")
@@ -201,7 +204,14 @@ def end_to_end(args, work: Workload, game: str, key_id: str, secret: str) -> dic
             max_lag_seen = max(max_lag_seen, lag or 0)
             if time.perf_counter() > deadline:
                 raise RuntimeError(f"queue_lag_s still {lag} after {args.drain_timeout} s")
+            now_queued = broker.llen("scoring")
+            if now_queued != queued or now_queued == 0:
+                queued, queued_since = now_queued, time.perf_counter()
+            elif time.perf_counter() - queued_since > 60:
+                raise RuntimeError(f"{queued} apply tasks queued, none taken for 60 s: is a worker running?")
             time.sleep(0.02)
+    broker.close()
+    with httpx.Client(base_url=args.url, timeout=10) as client:
         # Exactness check on a sample of players (not timed).
         rng = random.Random(1)
         sample = rng.sample(sorted(p for p in work.expected if p.startswith("p")), min(300, len(work.expected)))
@@ -381,6 +391,7 @@ def main() -> None:
         events=args.events, batch=args.batch, players=args.players, sample_every=args.sample_every, seed=seed
     )
     log(f"{work.n_events} events in {len(work.bodies)} batches, {args.players} players, game {game}")
+    log(f"load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
 
     e2e = end_to_end(args, work, game, key_id, secret)
     lags_ms = [x * 1000 for x in e2e["lags"]]

@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, WebSockets through each app's routing."""
 
+import gc
 import os
 
 from django.core.asgi import get_asgi_application
@@ -17,3 +18,8 @@ application = ProtocolTypeRouter(
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )
+
+# Everything loaded so far lives as long as the process: move it out of the collector's way, so
+# full collections stay short (measured: 60-140 ms pauses every ~5 s under load without this).
+gc.collect()
+gc.freeze()

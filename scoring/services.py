@@ -182,7 +182,7 @@ def matches_submit(
 def _store(
     *, game: Game, key: ServerKey, pending: list[_Pending], outcomes: list[MatchOutcome | None], now: datetime
 ) -> list[int]:
-    # 1. Judge every result (anti-cheat seam), then refuse season totals past the exact capacity.
+    # 1. Judge every result (anti-cheat seam).
     for p in pending:
         p.verdicts = results_judge(
             game=game,
@@ -190,7 +190,6 @@ def _store(
             points=[r.points for r in p.match.results],
             duration_s=p.match.duration_s,
         )
-    _season_totals_add(pending)
 
     # 2. Players and the region each accepted result counts in.
     players, new_names = players_register(
@@ -253,9 +252,14 @@ def _store(
     columns[0] = [game.id] * count
     columns[12] = [now] * count
     inserted = insert_unnest(ScoreEvent._meta.db_table, EVENT_COLUMNS, columns, returning="id, status")
+    # 4. Season totals last: their row locks are held only until the commit that follows.
+    event_ids = [event_id for event_id, _ in inserted]
+    overflowed = _season_totals_add(pending, event_ids)
+    if overflowed:
+        _mark_overflow(game=game, pending=pending, overflowed=overflowed, outcomes=outcomes)
     if new_names:
         transaction.on_commit(lambda: redis_boards.names_store(game.slug, new_names), robust=True)
-    return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED]
+    return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed]
 
 
 EVENT_COLUMNS = [
@@ -307,15 +311,22 @@ def _claim_submissions(
     return {row[0] for row in inserted}
 
 
-def _season_totals_add(pending: list[_Pending]) -> None:
-    """Add accepted points to the players' season totals; a result that would take a total past
-    the season's exact capacity is rejected (`score_overflow`), never rounded.
+def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int]:
+    """Add accepted points to the players' season totals; return the ids of events that would take
+    a total past the season's exact capacity (to be rejected as `score_overflow`, never rounded).
 
     One upsert per season for the whole batch, rows in player id order (the lock order).
+    `event_ids` are the batch's events in result order.
     """
     by_season: dict[int, list[_Pending]] = defaultdict(list)
     for p in pending:
         by_season[p.season.id].append(p)
+    event_of: dict[tuple[uuid.UUID, str], int] = {}
+    ids = iter(event_ids)
+    for p in pending:
+        for r in p.match.results:
+            event_of[(p.match.match_id, r.player_id)] = next(ids)
+    overflowed: set[int] = set()
     for season_id, group in by_season.items():
         capacity = ScoreCodec(group[0].season.time_bits).max_points
         added: dict[str, int] = defaultdict(int)
@@ -338,8 +349,7 @@ def _season_totals_add(pending: list[_Pending]) -> None:
                 returning="player_id, points",
             )
         )
-        over = {pid for pid, total in totals.items() if total > capacity}
-        for pid in sorted(over):
+        for pid in sorted(pid for pid, total in totals.items() if total > capacity):
             running = totals[pid] - added[pid]
             for p in group:
                 for j, r in enumerate(p.match.results):
@@ -347,9 +357,30 @@ def _season_totals_add(pending: list[_Pending]) -> None:
                         continue
                     if running + r.points > capacity:
                         p.verdicts[j] = Verdict(EventStatus.REJECTED, "score_overflow")
+                        overflowed.add(event_of[(p.match.match_id, pid)])
                     else:
                         running += r.points
             SeasonTotal.objects.filter(season_id=season_id, player_id=pid).update(points=running)
+    return overflowed
+
+
+def _mark_overflow(
+    *, game: Game, pending: list[_Pending], overflowed: set[int], outcomes: list[MatchOutcome | None]
+) -> None:
+    """The rare path: events past the capacity become `rejected` before the answer is sent."""
+    ScoreEvent.objects.filter(id__in=overflowed).update(status=EventStatus.REJECTED, reason="score_overflow")
+    for p in pending:
+        if not any(v.reason == "score_overflow" for v in p.verdicts):
+            continue
+        rows = []
+        for r, v in zip(p.match.results, p.verdicts, strict=True):
+            row = {"player_id": r.player_id, "status": v.status}
+            if v.reason:
+                row["reason"] = v.reason
+            rows.append(row)
+        answer = {"match_id": str(p.match.match_id), "results": rows}
+        MatchSubmission.objects.filter(game=game, match_id=p.match.match_id).update(answer=answer)
+        outcomes[p.index] = MatchOutcome(http_status=202, body=answer)
 
 
 def enqueue_apply(event_ids: list[int]) -> None:

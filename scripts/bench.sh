@@ -37,6 +37,11 @@ trap 'exit 130' INT TERM
 echo "bench: migrate" >&2
 python manage.py migrate --noinput >"$LOGS/migrate.log"
 
+others=$(celery -A leaderboard_site inspect ping --timeout 1 2>/dev/null | grep -c '^->' || true)
+if [ "${others:-0}" -gt 0 ]; then
+    echo "bench: warning: $others other Celery worker(s) consume this broker's queues; they will share the apply work" >&2
+fi
+
 echo "bench: starting web, worker and beat on $URL (logs in var/bench/)" >&2
 daphne -b 127.0.0.1 -p "$PORT" leaderboard_site.asgi:application >"$LOGS/web.log" 2>&1 &
 PIDS+=($!)
@@ -56,7 +61,8 @@ for i in $(seq 150); do
 done
 sleep 2  # let the worker connect to the broker
 
+echo "bench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 # shellcheck disable=SC2086
-python bench/ingest.py --url "$URL" ${BENCH_INGEST_ARGS:-}
+python bench/ingest.py --url "$URL" --json "$LOGS/ingest.json" ${BENCH_INGEST_ARGS:-}
 # shellcheck disable=SC2086
-python bench/reads.py --url "$URL" ${BENCH_READS_ARGS:-}
+python bench/reads.py --url "$URL" --json "$LOGS/reads.json" ${BENCH_READS_ARGS:-}

@@ -17,6 +17,8 @@ def season_create(
 ) -> Season:
     if days <= 0:
         raise ValueError("a season lasts a positive number of days")
+    # Whole seconds: played_at has whole seconds, so a result in the season's first second counts.
+    starts_at = starts_at.replace(microsecond=0)
     ends_at = starts_at + timedelta(days=days)
     window_s = int((ends_at - starts_at).total_seconds()) + grace_s
     number = game.seasons.count() + 1

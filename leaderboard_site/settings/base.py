@@ -63,8 +63,9 @@ TEMPLATES = [
 DATABASES = {
     "default": {
         **database_from_url(env_str("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/leaderboard")),
-        # Short-lived connections: a dead ledger must turn into a 503 quickly, never a hang.
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60),
+        # 0: a connection per request. Under ASGI each sync view may run in another thread, and
+        # persistent per-thread connections pile up until PostgreSQL refuses new clients.
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 0),
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {"connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_S", 3)},
     }

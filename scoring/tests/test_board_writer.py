@@ -1,6 +1,7 @@
 """The Lua board writer against real Redis: at most once, order-independent, equal to the ledger."""
 
 import random
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,7 @@ from django.utils import timezone
 from leaderboard_site.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring import redis_boards
 from scoring.board_writer import EventRow, events_apply, events_apply_by_id
-from scoring.models import ScoreEvent
+from scoring.models import ScoreEvent, SeasonTotal
 from scoring.rebuild import boards_rebuild
 from scoring.selectors import boards_diff
 
@@ -120,9 +121,21 @@ def test_season_total_past_the_exact_capacity_is_rejected_at_submission():
     game = make_game(max_points=2**31)
     key = make_key(game)
     first = submit_direct(game, key, match_body([{"player_id": "a", "points": 2**29}]), now=timezone.now())
-    second = submit_direct(game, key, match_body([{"player_id": "a", "points": 2**29}]), now=timezone.now())
+    second_id = uuid.uuid4()
+    body = match_body([{"player_id": "a", "points": 2**29}, {"player_id": "b", "points": 3}])
+    second = submit_direct(game, key, body, now=timezone.now(), match_id=second_id)
     assert first.body["results"][0]["status"] == "accepted"
-    assert second.body["results"][0] == {"player_id": "a", "status": "rejected", "reason": "score_overflow"}
+    assert second.body["results"] == [
+        {"player_id": "a", "status": "rejected", "reason": "score_overflow"},
+        {"player_id": "b", "status": "accepted"},
+    ]
+    # The stored answer (what a resend replays) and the ledger say the same.
+    replay = submit_direct(game, key, body, now=timezone.now(), match_id=second_id)
+    assert (replay.http_status, replay.body) == (200, second.body)
+    assert ScoreEvent.objects.get(match_id=second_id, player_id="a").status == "rejected"
+    assert SeasonTotal.objects.get(player_id="a").points == 2**29
+    drain()
+    assert boards_diff(game=game, now=timezone.now()) == {}
 
 
 @pytest.mark.parametrize("rule", ["competition", "dense"])
