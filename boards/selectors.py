@@ -15,7 +15,7 @@ from django.conf import settings
 
 from scoring import redis_boards
 from scoring.encoding import ScoreCodec
-from seasons.models import Game, Season
+from seasons.models import FrozenStanding, Game, Season
 from seasons.periods import BadPeriod, day_label, parse_day, parse_week, week_label
 from seasons.selectors import season_current, seasons_of
 
@@ -58,6 +58,16 @@ class BoardView:
     def ref(self) -> redis_boards.BoardRef:
         return redis_boards.BoardRef(
             self.game.slug, self.season.id, self.board, self.region, self.period or redis_boards.NO_PERIOD
+        )
+
+    @property
+    def frozen(self) -> bool:
+        """Frozen and archived seasons answer from their final standings in PostgreSQL."""
+        return self.season.frozen_at is not None
+
+    def standings(self):
+        return FrozenStanding.objects.filter(
+            season=self.season, board=self.board, region=self.region, period=self.period or redis_boards.NO_PERIOD
         )
 
     @property
@@ -176,7 +186,26 @@ class _TopCache:
 top_cache = _TopCache()
 
 
+def _frozen_entries(view: BoardView, rows) -> list[dict[str, Any]]:
+    entries = [
+        {"rank": rank, "player_id": player, "display_name": None, "score": score}
+        for rank, player, score in rows.values_list("rank", "player_id", "score")
+    ]
+    missing = [e["player_id"] for e in entries]
+    names = dict(
+        Player.objects.filter(game=view.game, player_id__in=missing, display_name__isnull=False).values_list(
+            "player_id", "display_name"
+        )
+    )
+    for e in entries:
+        e["display_name"] = names.get(e["player_id"])
+    return entries
+
+
 def board_top(*, view: BoardView, n: int) -> list[dict[str, Any]]:
+    if view.frozen:
+        return _frozen_entries(view, view.standings().order_by("position")[:n])
+
     def load() -> list[dict[str, Any]]:
         script = redis_boards.lua_script(_TOP)
         flat = script(
@@ -208,6 +237,14 @@ class Standing:
 
 
 def board_player(*, view: BoardView, player_id: str) -> Standing | None:
+    if view.frozen:
+        row = view.standings().filter(player_id=player_id).values_list("rank", "score").first()
+        if row is None:
+            return None
+        rank, score = row
+        standings = view.standings()
+        name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
+        return Standing(player_id, name, score, rank, standings.count(), standings.filter(score__lt=score).count())
     script = redis_boards.lua_script(_PLAYER)
     reply = script(
         keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
@@ -221,6 +258,15 @@ def board_player(*, view: BoardView, player_id: str) -> Standing | None:
 
 
 def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, Any]] | None:
+    if view.frozen:
+        position = view.standings().filter(player_id=player_id).values_list("position", flat=True).first()
+        if position is None:
+            return None
+        total = view.standings().count()
+        width = 2 * r + 1
+        start = max(0, min(position - r, total - width))
+        rows = view.standings().filter(position__gte=start, position__lt=start + width).order_by("position")
+        return _frozen_entries(view, rows)
     script = redis_boards.lua_script(_AROUND)
     flat = script(
         keys=view.keys(), args=[player_id, r, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()

@@ -26,6 +26,7 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "schedule": settings.CELERY_BEAT_RELAY_INTERVAL_S,
             "options": {"expires": 30},
         },
+        "seasons.rotate": {"task": "seasons.rotate", "schedule": 15.0, "options": {"expires": 60}},
     }
 
 

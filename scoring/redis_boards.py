@@ -89,6 +89,10 @@ def board_pattern(game: str) -> str:
     return f"{_prefix()}:b:{game}:*"
 
 
+def season_pattern(game: str, season_id: int) -> str:
+    return f"{_prefix()}:b:{game}:{season_id}:*"
+
+
 def names_key(game: str) -> str:
     return f"{_prefix()}:names:{game}"
 

@@ -55,10 +55,13 @@ class LedgerBoard:
         return int(ttl - (now - self.last_write).total_seconds())
 
 
-def _sql(game_id: int, player_ids: Iterable[str] | None) -> tuple[str, list[Any]]:
+def _sql(game_id: int, player_ids: Iterable[str] | None, season_id: int | None = None) -> tuple[str, list[Any]]:
     table = ScoreEvent._meta.db_table
     where = "game_id = %s AND status = %s"
     params: list[Any] = [game_id, EventStatus.ACCEPTED.value]
+    if season_id is not None:
+        where += " AND season_id = %s"
+        params.append(season_id)
     if player_ids is not None:
         where += " AND player_id = ANY(%s)"
         params.append(list(player_ids))
@@ -71,10 +74,13 @@ def _sql(game_id: int, player_ids: Iterable[str] | None) -> tuple[str, list[Any]
     return sql, params
 
 
-def ledger_boards(*, game: Game, player_ids: Iterable[str] | None = None) -> dict[str, LedgerBoard]:
+def ledger_boards(
+    *, game: Game, player_ids: Iterable[str] | None = None, season_id: int | None = None
+) -> dict[str, LedgerBoard]:
     """Every board of the game as the ledger says it must be: key -> members and encoded scores.
 
-    With `player_ids`, only those players' entries (for a targeted recompute).
+    With `player_ids`, only those players' entries (for a targeted recompute); with `season_id`,
+    only that season's boards.
     """
     seasons = {s.id: s for s in Season.objects.filter(game=game)}
     # (season, board, region, period, player) -> aggregate
@@ -87,7 +93,7 @@ def ledger_boards(*, game: Game, player_ids: Iterable[str] | None = None) -> dic
         else:
             found.merge(agg)
 
-    sql, params = _sql(game.id, player_ids)
+    sql, params = _sql(game.id, player_ids, season_id)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while True:

@@ -19,6 +19,12 @@ class Game(models.Model):
     name = models.CharField(max_length=200)
     tie_rule = models.CharField(max_length=16, choices=TieRule.choices, default=TieRule.COMPETITION)
     max_points_per_match = models.BigIntegerField(default=10_000, validators=[MinValueValidator(0)])
+    season_schedule_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Start a new season of this many days when the last one ends (empty: seasons are started by hand).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -86,3 +92,32 @@ class Season(models.Model):
 
     def contains(self, played_at: datetime) -> bool:
         return self.starts_at <= played_at < self.ends_at
+
+
+class FrozenStanding(models.Model):
+    """One line of a board's final standings, written when its season freezes.
+
+    Every read endpoint answers for a frozen or archived season from these rows, also after the
+    season's Redis keys are gone. `position` is the 0-based display order (score descending, then
+    earlier reach, then player id); `rank` is the game's tie rule applied.
+    """
+
+    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="standings")
+    board = models.CharField(max_length=16)
+    region = models.CharField(max_length=16)
+    period = models.CharField(max_length=16)
+    position = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    player_id = models.CharField(max_length=64)
+    score = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["season", "board", "region", "period", "position"], name="standing_unique_position"
+            ),
+        ]
+        indexes = [models.Index(fields=["season", "board", "region", "period", "player_id"], name="standing_player")]
+
+    def __str__(self) -> str:
+        return f"{self.season_id}/{self.board}/{self.region}/{self.period} #{self.rank} {self.player_id}"

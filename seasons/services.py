@@ -1,5 +1,6 @@
 """Writes for games and seasons."""
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -52,3 +53,61 @@ def game_create(
     game.save()
     season = season_create(game=game, starts_at=season_start, days=season_days)
     return game, season
+
+
+@dataclass(frozen=True)
+class SeasonEnded:
+    season: Season
+    status: str
+    next_season: Season | None
+
+
+def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_next: bool = True) -> SeasonEnded:
+    """End the game's current season now (API.md section 1, `end_season`).
+
+    Results played before the end still count during the grace window (the season's own unless
+    `grace_s` is given); with grace 0 the season is frozen before this returns. A new season of
+    the same length starts at once unless `start_next` is False or one is already scheduled.
+    Locks the season row.
+    """
+    from .freezing import season_freeze
+
+    end = now.replace(microsecond=0)
+    with transaction.atomic():
+        season = (
+            Season.objects.select_for_update()
+            .filter(game=game, starts_at__lte=end, ends_at__gt=end, frozen_at__isnull=True)
+            .order_by("-starts_at")
+            .first()
+        )
+        if season is None:
+            raise ValueError(f"{game.slug} has no active season to end")
+        length = season.ends_at - season.starts_at
+        season.ends_at = max(end, season.starts_at + timedelta(seconds=1))
+        if grace_s is not None:
+            if grace_s < 0:
+                raise ValueError("grace must be >= 0 seconds")
+            season.grace_s = grace_s
+        season.save(update_fields=["ends_at", "grace_s"])
+        next_season = None
+        if start_next:
+            next_season = Season.objects.filter(game=game, starts_at__gte=season.ends_at).order_by("starts_at").first()
+            if next_season is None:
+                next_season = season_create(
+                    game=game, starts_at=season.ends_at, days=length.total_seconds() / 86400, grace_s=DEFAULT_GRACE_S
+                )
+    if season.grace_s == 0:
+        season_freeze(season_id=season.id, now=now)
+        season.refresh_from_db()
+    return SeasonEnded(season=season, status=season.status_at(now), next_season=next_season)
+
+
+def seasons_schedule_next(*, now: datetime) -> list[Season]:
+    """For games with a season schedule: start the next season when the last one has ended."""
+    created = []
+    for game in Game.objects.filter(season_schedule_days__isnull=False):
+        latest = Season.objects.filter(game=game).order_by("-ends_at").first()
+        if latest is None or latest.ends_at > now or game.season_schedule_days is None:
+            continue
+        created.append(season_create(game=game, starts_at=latest.ends_at, days=game.season_schedule_days))
+    return created

@@ -19,3 +19,5 @@ BOARD_DAY_TTL_S = env_int("BOARD_DAY_TTL_S", 8 * 86400 + 3600)
 BOARD_WEEK_TTL_S = env_int("BOARD_WEEK_TTL_S", 14 * 86400 + 3600)
 # Top-N answers are cached in-process this long, with single-flight.
 BOARD_TOP_CACHE_S = env_float("BOARD_TOP_CACHE_S", 1.0)
+# A frozen season's Redis keys live this long after its standings are written to PostgreSQL.
+SEASON_KEYS_TTL_AFTER_FREEZE_S = env_int("SEASON_KEYS_TTL_AFTER_FREEZE_S", 86400)

@@ -1,0 +1,138 @@
+"""Season lifecycle: end_season, grace, freeze into standings, reads after the keys are gone."""
+
+import io
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from leaderboard_site.testing import drain, make_game, make_key, match_body, result_path, signed_post, submit_direct
+from scoring import redis_boards
+from seasons.freezing import season_archive, seasons_due
+from seasons.models import FrozenStanding, Season
+from seasons.selectors import catalog_clear
+from seasons.tasks import rotate
+
+pytestmark = pytest.mark.django_db
+
+
+def end_season(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("end_season", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def seed(game, key, rule_rows, played_at):
+    for i, (player, points) in enumerate(rule_rows):
+        outcome = submit_direct(
+            game,
+            key,
+            match_body([{"player_id": player, "points": points, "region": "eu"}], played_at),
+            now=played_at + timedelta(seconds=5 + i),
+        )
+        assert outcome.http_status == 202
+
+
+ROWS = [("bob", 90), ("amy", 90), ("cat", 40), ("dan", 40), ("eve", 10)]
+
+
+@pytest.mark.parametrize("rule", ["competition", "dense", "first"])
+def test_end_season_with_no_grace_freezes_and_reads_survive_the_keys(client, rule):
+    start = timezone.now() - timedelta(days=3)
+    game = make_game(tie_rule=rule, start=start)
+    key = make_key(game)
+    seed(game, key, ROWS, timezone.now() - timedelta(hours=2))
+    drain()
+    old = game.seasons.get()
+    paths = [
+        "boards/all/top?n=10",
+        "boards/all/top?n=10&region=eu",
+        "boards/best/top?n=3",
+        "boards/all/players/cat",
+        "boards/all/players/dan/around?r=1",
+        "boards/all/players/eve/around?r=1",
+    ]
+    base = "/api/v1/games/arena/"
+    live = {
+        p: client.get(f"{base}{p}&season={old.id}" if "?" in p else f"{base}{p}?season={old.id}").json() for p in paths
+    }
+
+    answer = end_season("arena", "--grace-s", "0")
+    assert answer["season"] == old.id and answer["status"] == "frozen" and answer["next"] != old.id
+    old.refresh_from_db()
+    assert old.frozen_at is not None
+    assert FrozenStanding.objects.filter(season=old, board="all", region="global").count() == len(ROWS)
+
+    # Late results for the frozen season are refused; new ones land in the next season.
+    late = signed_post(
+        client,
+        key,
+        result_path(game, uuid.uuid4()),
+        match_body([{"player_id": "zed", "points": 5}], timezone.now() - timedelta(hours=1)),
+    )
+    assert (late.status_code, late.json()["code"]) == (409, "season_closed")
+    fresh = signed_post(client, key, result_path(game, uuid.uuid4()), match_body([{"player_id": "zed", "points": 5}]))
+    assert fresh.status_code == 202
+
+    redis_boards.client().flushall()  # the old season's keys are gone
+    catalog_clear()  # readers see a season's new state within the catalog's 2 s
+    for p in paths:
+        url = f"{base}{p}&season={old.id}" if "?" in p else f"{base}{p}?season={old.id}"
+        assert client.get(url).json() == live[p], p
+    seasons = client.get(f"{base}seasons").json()
+    assert seasons["current"] == answer["next"]
+    assert {s["id"]: s["status"] for s in seasons["seasons"]} == {old.id: "frozen", answer["next"]: "active"}
+
+
+def test_end_season_with_grace_takes_stragglers_then_the_beat_freezes_it(client):
+    game = make_game(start=timezone.now() - timedelta(days=3))
+    key = make_key(game)
+    answer = end_season("arena", "--grace-s", "600", "--no-next")
+    assert answer["status"] == "grace" and answer["next"] is None
+    season = Season.objects.get(pk=answer["season"])
+    played = season.ends_at - timedelta(minutes=5)
+    late = signed_post(
+        client, key, result_path(game, uuid.uuid4()), match_body([{"player_id": "a", "points": 3}], played)
+    )
+    assert late.status_code == 202
+    after_end = signed_post(client, key, result_path(game, uuid.uuid4()), match_body([{"player_id": "a", "points": 3}]))
+    assert after_end.json()["code"] == "season_closed"  # no season after the last
+    assert seasons_due(now=timezone.now()) == ([], [])
+    later = season.closes_at + timedelta(seconds=1)
+    assert seasons_due(now=later)[0] == [season.id]
+    Season.objects.filter(pk=season.pk).update(grace_s=0)  # let the beat's clock reach the end of grace
+    rotate()
+    season.refresh_from_db()
+    assert season.frozen_at is not None
+    assert FrozenStanding.objects.get(season=season, board="all", region="global").score == 3
+
+
+def test_archive_drops_the_keys_and_reads_still_answer(client, django_capture_on_commit_callbacks):
+    game = make_game(start=timezone.now() - timedelta(days=3))
+    key = make_key(game)
+    seed(game, key, ROWS, timezone.now() - timedelta(hours=1))
+    drain()
+    season = game.seasons.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        end_season("arena", "--grace-s", "0", "--no-next")
+    assert redis_boards.client().ttl(redis_boards.BoardRef("arena", season.id, "all").key) > 0
+    assert season_archive(season_id=season.id, now=timezone.now())
+    catalog_clear()
+    assert list(redis_boards.client().scan_iter(match=redis_boards.season_pattern("arena", season.id))) == []
+    top = client.get(f"/api/v1/games/arena/boards/all/top?season={season.id}").json()
+    assert [e["player_id"] for e in top["entries"]] == [p for p, _ in ROWS]
+    assert client.get("/api/v1/games/arena/seasons").json()["seasons"][0]["status"] == "archived"
+
+
+def test_a_season_schedule_starts_the_next_season_when_one_ends():
+    game = make_game(start=timezone.now() - timedelta(days=8), days=7)
+    game.season_schedule_days = 7
+    game.save()
+    rotate()
+    seasons = list(game.seasons.order_by("starts_at"))
+    assert len(seasons) == 2
+    assert seasons[1].starts_at == seasons[0].ends_at
+    assert seasons[1].ends_at - seasons[1].starts_at == timedelta(days=7)
