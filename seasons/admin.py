@@ -1,34 +1,145 @@
-from django.contrib import admin
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.urls import path, reverse
 from django.utils import timezone
 
-from .models import Game, Season
+from scoring.encoding import time_bits_for_window
+
+from .exports import standings_csv, standings_json
+from .models import FrozenStanding, Game, Season
+from .services import season_end
+
+
+class SeasonForm(forms.ModelForm):
+    class Meta:
+        model = Season
+        fields = ("game", "name", "starts_at", "ends_at", "grace_s")
+
+    def clean(self):
+        data = super().clean()
+        game, starts, ends = data.get("game"), data.get("starts_at"), data.get("ends_at")
+        if starts and ends and ends <= starts:
+            raise forms.ValidationError("A season ends after it starts.")
+        if data.get("grace_s") is not None and data["grace_s"] < 0:
+            raise forms.ValidationError("Grace is 0 seconds or more.")
+        if game and starts and ends:
+            overlapping = Season.objects.filter(game=game, starts_at__lt=ends, ends_at__gt=starts)
+            if self.instance.pk:
+                overlapping = overlapping.exclude(pk=self.instance.pk)
+            if overlapping.exists():
+                raise forms.ValidationError("Seasons of one game must not overlap.")
+        if self.instance.pk and ends and starts:
+            # time_bits was sized at creation: a longer season must still fit it.
+            window = (ends - starts + timedelta(seconds=data.get("grace_s") or 0)).total_seconds()
+            if window >= 2**self.instance.time_bits:
+                raise forms.ValidationError("This season cannot be made that long; create a new one.")
+        return data
 
 
 class SeasonInline(admin.TabularInline):
     model = Season
     extra = 0
     fields = ("name", "starts_at", "ends_at", "grace_s", "frozen_at", "archived_at")
-    readonly_fields = ("frozen_at", "archived_at")
+    readonly_fields = ("name", "starts_at", "ends_at", "grace_s", "frozen_at", "archived_at")
     show_change_link = True
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Game)
 class GameAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "tie_rule", "max_points_per_match", "created_at")
+    list_display = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "created_at")
     search_fields = ("slug", "name")
     inlines = [SeasonInline]
+    actions = ["end_current_season"]
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the slug or tie rule of a live game would orphan or misrank its boards.
         return ("slug", "tie_rule") if obj else ()
 
+    @admin.action(description="End the current season now (its grace applies; the next one starts)")
+    def end_current_season(self, request, queryset):
+        for game in queryset:
+            try:
+                ended = season_end(game=game, now=timezone.now())
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+                continue
+            self.message_user(request, f"{game.slug}: season {ended.season.id} is {ended.status}.")
+
 
 @admin.register(Season)
 class SeasonAdmin(admin.ModelAdmin):
-    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "status")
+    form = SeasonForm
+    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "status", "standings_rows")
     list_filter = ("game",)
-    readonly_fields = ("time_bits", "frozen_at", "archived_at", "created_at")
+    readonly_fields = ("time_bits", "frozen_at", "archived_at", "created_at", "downloads")
 
     @admin.display(description="status")
     def status(self, obj: Season) -> str:
         return obj.status_at(timezone.now())
+
+    def save_model(self, request, obj, form, change):
+        if not change:  # the reach-time bits are sized once, for the window plus grace
+            window_s = int((obj.ends_at - obj.starts_at).total_seconds()) + obj.grace_s
+            obj.time_bits = time_bits_for_window(window_s)
+            obj.starts_at = obj.starts_at.replace(microsecond=0)
+        super().save_model(request, obj, form, change)
+
+    @admin.display(description="standings")
+    def standings_rows(self, obj: Season) -> int:
+        return obj.standings.count()
+
+    @admin.display(description="final standings")
+    def downloads(self, obj: Season) -> str:
+        if obj.frozen_at is None:
+            return "written when the season freezes"
+        from django.utils.html import format_html
+
+        return format_html(
+            '<a href="{}">CSV</a> · <a href="{}">JSON</a>',
+            reverse("admin:seasons_season_export", args=[obj.pk, "csv"]),
+            reverse("admin:seasons_season_export", args=[obj.pk, "json"]),
+        )
+
+    def get_urls(self):
+        extra = [
+            path(
+                "<int:pk>/export/<str:fmt>/",
+                self.admin_site.admin_view(self.export_view),
+                name="seasons_season_export",
+            )
+        ]
+        return extra + super().get_urls()
+
+    def export_view(self, request, pk: int, fmt: str):
+        season = Season.objects.select_related("game").get(pk=pk)
+        if season.frozen_at is None or fmt not in {"csv", "json"}:
+            self.message_user(request, "Standings exist once the season is frozen.", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:seasons_season_change", args=[pk]))
+        stream = standings_csv(season) if fmt == "csv" else standings_json(season)
+        response = StreamingHttpResponse(stream, content_type="text/csv" if fmt == "csv" else "application/json")
+        response["Content-Disposition"] = f'attachment; filename="{season.game.slug}-season-{season.id}.{fmt}"'
+        return response
+
+
+@admin.register(FrozenStanding)
+class FrozenStandingAdmin(admin.ModelAdmin):
+    list_display = ("season", "board", "region", "period", "rank", "player_id", "score")
+    list_filter = ("board", "region")
+    search_fields = ("player_id",)
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

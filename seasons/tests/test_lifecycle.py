@@ -136,3 +136,57 @@ def test_a_season_schedule_starts_the_next_season_when_one_ends():
     assert len(seasons) == 2
     assert seasons[1].starts_at == seasons[0].ends_at
     assert seasons[1].ends_at - seasons[1].starts_at == timedelta(days=7)
+
+
+def test_export_standings_as_csv_and_json_files_and_from_the_admin(client, tmp_path, admin_user):
+    game = make_game(start=timezone.now() - timedelta(days=3))
+    key = make_key(game)
+    seed(game, key, ROWS, timezone.now() - timedelta(hours=1))
+    season = game.seasons.get()
+    end_season("arena", "--grace-s", "0", "--no-next")
+    out = io.StringIO()
+    call_command("export_standings", str(season.id), "--dir", str(tmp_path), stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["rows"] == FrozenStanding.objects.filter(season=season).count()
+    lines = (tmp_path / f"arena-season-{season.id}.csv").read_text().splitlines()
+    assert lines[0] == "season,board,region,period,rank,player_id,score,tie_rule"
+    assert f"{season.id},all,global,-,1,bob,90,competition" in lines
+    assert f"{season.id},all,global,-,1,amy,90,competition" in lines
+    document = json.loads((tmp_path / f"arena-season-{season.id}.json").read_text())
+    assert document["season"] == season.id and len(document["standings"]) == report["rows"]
+
+    client.force_login(admin_user)
+    response = client.get(f"/admin/seasons/season/{season.id}/export/csv/")
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).decode().splitlines() == lines
+
+
+def test_admin_refuses_overlapping_or_inverted_seasons(client, admin_user):
+    game = make_game(start=timezone.now() - timedelta(days=3), days=10)
+    client.force_login(admin_user)
+    season = game.seasons.get()
+    form = {
+        "game": game.id,
+        "name": "Overlap",
+        "starts_at_0": (season.starts_at + timedelta(days=1)).strftime("%Y-%m-%d"),
+        "starts_at_1": "00:00:00",
+        "ends_at_0": (season.starts_at + timedelta(days=20)).strftime("%Y-%m-%d"),
+        "ends_at_1": "00:00:00",
+        "grace_s": 60,
+    }
+    response = client.post("/admin/seasons/season/add/", form)
+    assert response.status_code == 200 and b"must not overlap" in response.content
+    form.update(starts_at_0="2030-01-10", ends_at_0="2030-01-01")
+    response = client.post("/admin/seasons/season/add/", form)
+    assert b"ends after it starts" in response.content
+    assert Season.objects.count() == 1
+    form.update(
+        name="Next",
+        starts_at_0=season.ends_at.strftime("%Y-%m-%d"),
+        starts_at_1=season.ends_at.strftime("%H:%M:%S"),
+        ends_at_0=(season.ends_at + timedelta(days=7)).strftime("%Y-%m-%d"),
+    )
+    response = client.post("/admin/seasons/season/add/", form)
+    assert response.status_code == 302
+    added = Season.objects.get(name="Next")
+    assert added.time_bits == 20 and added.starts_at == season.ends_at

@@ -1,0 +1,51 @@
+"""Exports of a frozen season's standings: what a prize payout system reads."""
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from .models import FrozenStanding, Season
+
+FIELDS = ["season", "board", "region", "period", "rank", "player_id", "score", "tie_rule"]
+
+
+def _rows(season: Season) -> Iterator[list[object]]:
+    standings = (
+        FrozenStanding.objects.filter(season=season)
+        .order_by("board", "region", "period", "position")
+        .values_list("board", "region", "period", "rank", "player_id", "score")
+    )
+    for board, region, period, rank, player_id, score in standings.iterator(chunk_size=20_000):
+        yield [season.id, board, region, period, rank, player_id, score, season.game.tie_rule]
+
+
+def standings_csv(season: Season) -> Iterator[str]:
+    """CSV lines (header first), streamed: a 1M-player season is millions of rows."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(FIELDS)
+    for row in _rows(season):
+        writer.writerow(row)
+        if buffer.tell() > 64_000:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def standings_json(season: Season) -> Iterator[str]:
+    """One JSON document: {season, game, tie_rule, frozen_at, standings: [{...}, ...]}, streamed."""
+    head = {
+        "season": season.id,
+        "game": season.game.slug,
+        "tie_rule": season.game.tie_rule,
+        "frozen_at": season.frozen_at.strftime("%Y-%m-%dT%H:%M:%SZ") if season.frozen_at else None,
+    }
+    yield json.dumps(head)[:-1] + ', "standings": ['
+    first = True
+    for row in _rows(season):
+        item = json.dumps(dict(zip(FIELDS[1:7], row[1:7], strict=True)))
+        yield item if first else "," + item
+        first = False
+    yield "]}"

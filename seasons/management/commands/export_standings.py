@@ -1,0 +1,34 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from seasons.exports import standings_csv, standings_json
+from seasons.models import Season
+
+
+class Command(BaseCommand):
+    help = "Write a frozen season's standings as CSV and JSON files; prints {season, csv, json, rows}."
+
+    def add_arguments(self, parser):
+        parser.add_argument("season", type=int)
+        parser.add_argument("--dir", default="var/exports")
+
+    def handle(self, *args, **options):
+        season = Season.objects.select_related("game").filter(pk=options["season"]).first()
+        if season is None:
+            raise CommandError(f"unknown season {options['season']}")
+        if season.frozen_at is None:
+            raise CommandError(f"season {season.id} is not frozen yet (end it, or wait for its grace to end)")
+        folder = Path(options["dir"])
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = folder / f"{season.game.slug}-season-{season.id}"
+        csv_path, json_path = stem.with_suffix(".csv"), stem.with_suffix(".json")
+        with csv_path.open("w", newline="") as out:
+            for chunk in standings_csv(season):
+                out.write(chunk)
+        with json_path.open("w") as out:
+            for chunk in standings_json(season):
+                out.write(chunk)
+        rows = season.standings.count()
+        self.stdout.write(json.dumps({"season": season.id, "csv": str(csv_path), "json": str(json_path), "rows": rows}))
