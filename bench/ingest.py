@@ -57,6 +57,7 @@ APPLY_CHUNK = 2000  # settings.SCORING_APPLY_CHUNK: events per Lua call
 DEDUP_GROUP = 128  # redis_boards.DEDUP_GROUP
 DAY_TTL = 8 * 86400 + 3600
 WEEK_TTL = 14 * 86400 + 3600
+MONTH_TTL = 35 * 86400 + 3600
 DEDUP_TTL = 6 * 3600
 
 
@@ -272,11 +273,16 @@ def raw_limit(args, work: Workload) -> dict:
         calls = []
         for reg, rows in groups.items():
             sums, bests = [], []
-            for rg in ("global", reg):  # boards_for(): global then the region; all, daily, weekly; best
-                sums += [board_key("all", rg), board_key("daily", rg, day), board_key("weekly", rg, week)]
+            for rg in ("global", reg):  # boards_for(): global then the region; all, daily, weekly, monthly; best
+                sums += [
+                    board_key("all", rg),
+                    board_key("daily", rg, day),
+                    board_key("weekly", rg, week),
+                    board_key("monthly", rg, day[:7]),
+                ]
                 bests.append(board_key("best", rg))
             boards = sums + bests
-            ttls = [0, DAY_TTL, WEEK_TTL] * 2 + [0, 0]
+            ttls = [0, DAY_TTL, WEEK_TTL, MONTH_TTL] * 2 + [0, 0]
             for s in range(0, len(rows), APPLY_CHUNK):
                 keys = [f"{prefix}:pause:{game}", *boards]
                 dedup_index: dict[str, int] = {}

@@ -21,7 +21,9 @@ BOARD_PARAMS = [
     OpenApiParameter("region", str, description="`global` (default) or a region, e.g. `eu`."),
     OpenApiParameter("season", int, description="Season id (default: the current season)."),
     OpenApiParameter(
-        "period", str, description="`daily`: `2026-10-13`; `weekly`: `2026-W42` (ISO week). Default: current."
+        "period",
+        str,
+        description="`daily`: `2026-10-13`; `weekly`: `2026-W42` (ISO week); `monthly`: `2026-10`. Default: current.",
     ),
 ]
 ERRORS = {400: ErrorSerializer, 404: ErrorSerializer, 503: ErrorSerializer}

@@ -16,13 +16,13 @@ from django.conf import settings
 from scoring import redis_boards
 from scoring.encoding import ScoreCodec
 from seasons.models import FrozenStanding, Game, Season
-from seasons.periods import BadPeriod, day_label, parse_day, parse_week, week_label
+from seasons.periods import BadPeriod, day_label, month_label, parse_day, parse_month, parse_week, week_label
 from seasons.selectors import season_current, seasons_of
 
 from .models import Player
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
-BOARDS = ("all", "daily", "weekly", "best")
+BOARDS = ("all", "daily", "weekly", "monthly", "best")
 
 _TOP = redis_boards.lua_path(__file__, "ranking_lib.lua", "top.lua")
 _AROUND = redis_boards.lua_path(__file__, "ranking_lib.lua", "around.lua")
@@ -116,6 +116,9 @@ def board_resolve(
         elif board == "weekly":
             label = period or week_label(now)
             parse_week(label)
+        elif board == "monthly":
+            label = period or month_label(now)
+            parse_month(label)
         elif period:
             raise BadQuery("period", f"The {board} board has no period.")
     except BadPeriod as exc:

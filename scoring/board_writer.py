@@ -57,6 +57,7 @@ def boards_for(
         sums.append(redis_boards.BoardRef(game, season_id, "all", reg))
         sums.append(redis_boards.BoardRef(game, season_id, "daily", reg, day.isoformat()))
         sums.append(redis_boards.BoardRef(game, season_id, "weekly", reg, week))
+        sums.append(redis_boards.BoardRef(game, season_id, "monthly", reg, day.strftime("%Y-%m")))
         bests.append(redis_boards.BoardRef(game, season_id, "best", reg))
     return sums, bests
 

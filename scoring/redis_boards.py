@@ -6,7 +6,8 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX):
     lb:names:{game}                                  display names (hash player -> name)
     lb:pause:{game}                                  set while rebuild_boards swaps keys in
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
-Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`.
+Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
+`monthly` `2026-10`.
 """
 
 import threading
@@ -23,8 +24,8 @@ from redis.commands.core import Script
 from redis.retry import Retry
 
 SEASON_BOARDS = ("all", "best")
-POINT_BOARDS = ("all", "daily", "weekly")
-BOARD_NAMES = ("all", "daily", "weekly", "best")
+POINT_BOARDS = ("all", "daily", "weekly", "monthly")
+BOARD_NAMES = ("all", "daily", "weekly", "monthly", "best")
 GLOBAL = "global"
 NO_PERIOD = "-"
 DEDUP_GROUP = 128
@@ -111,6 +112,8 @@ def board_ttl_s(board: str) -> int:
         return int(settings.BOARD_DAY_TTL_S)
     if board == "weekly":
         return int(settings.BOARD_WEEK_TTL_S)
+    if board == "monthly":
+        return int(settings.BOARD_MONTH_TTL_S)
     return 0
 
 

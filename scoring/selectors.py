@@ -109,6 +109,7 @@ def ledger_boards(
                     add((season_id, "best", reg, redis_boards.NO_PERIOD, player), agg)
                     add((season_id, "daily", reg, period_day, player), agg)
                     add((season_id, "weekly", reg, week, player), agg)
+                    add((season_id, "monthly", reg, period_day[:7], player), agg)
 
     boards: dict[str, LedgerBoard] = {}
     for (season_id, board, region, period, player), agg in acc.items():

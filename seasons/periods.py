@@ -48,6 +48,13 @@ def parse_week(label: str) -> tuple[int, int]:
     return year, week
 
 
+def parse_month(label: str) -> tuple[int, int]:
+    match = MONTH_RE.match(label)
+    if not match or not 1 <= int(match.group(2)) <= 12:
+        raise BadPeriod("a month period is YYYY-MM, e.g. 2026-10")
+    return int(match.group(1)), int(match.group(2))
+
+
 def week_start(label: str) -> date:
     year, week = parse_week(label)
     return date.fromisocalendar(year, week, 1)

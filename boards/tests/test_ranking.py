@@ -123,6 +123,8 @@ def test_read_errors(client):
     for query in ["period=2026-13-01", "period=2026-W54-1", "period=yesterday"]:
         assert client.get(f"{base}/daily/top?{query}").status_code == 400
     assert client.get(f"{base}/weekly/top?period=2026-W99").status_code == 400
+    assert client.get(f"{base}/monthly/top?period=2026-13").status_code == 400
+    assert client.get(f"{base}/monthly/top?period=2026-10").json()["entries"] == []
     missing = client.get(f"{base}/all/players/nobody")
     assert (missing.status_code, missing.json()["code"]) == (404, "not_ranked")
     assert client.get(f"{base}/all/players/nobody/around").json()["code"] == "not_ranked"
@@ -161,6 +163,8 @@ def test_iso_weeks_across_the_year_boundary_and_late_arrivals_keep_their_day(cli
     assert players("daily", "2027-01-05") == ["late"]
     assert players("daily", "2027-01-06") == []
     assert players("daily", "2026-12-31") == ["dec31"]
+    assert players("monthly", "2026-12") == ["dec31"]
+    assert players("monthly", "2027-01") == ["jan03", "jan04", "late"]
 
 
 def test_best_board_keeps_the_best_single_match(client):
@@ -190,7 +194,7 @@ def test_game_and_seasons_endpoints(client):
         "game": "arena",
         "name": "Arena",
         "tie_rule": "competition",
-        "boards": ["all", "daily", "weekly", "best"],
+        "boards": ["all", "daily", "weekly", "monthly", "best"],
         "regions": ["global", "eu"],
         "current_season": season.id,
     }

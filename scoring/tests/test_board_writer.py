@@ -91,6 +91,7 @@ def test_day_and_week_boards_expire_season_boards_do_not():
     assert ttls["all"] == -1 and ttls["best"] == -1
     assert 8 * 86400 <= ttls["daily"] <= 9 * 86400
     assert 14 * 86400 <= ttls["weekly"] <= 15 * 86400
+    assert 35 * 86400 <= ttls["monthly"] <= 36 * 86400
 
 
 def test_a_paused_game_applies_nothing_until_resumed():
