@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 
 from boards.ranking import ranks_for
-from leaderboard_site.db import insert_unnest
+from leaderboard_site.db import copy_rows
 from scoring import redis_boards
 from scoring.encoding import ScoreCodec
 from scoring.selectors import ledger_boards
@@ -22,8 +22,6 @@ from scoring.selectors import ledger_boards
 from .models import FrozenStanding, Season
 
 logger = logging.getLogger(__name__)
-
-WRITE_CHUNK = 10_000
 
 
 def season_freeze(*, season_id: int, now: datetime) -> int:
@@ -44,33 +42,14 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
             points = [codec.points(score) for _, score in ordered]
             ranks = ranks_for(points, rule)
             ref = board.ref
-            for start in range(0, len(ordered), WRITE_CHUNK):
-                end = min(start + WRITE_CHUNK, len(ordered))
-                count = end - start
-                insert_unnest(
-                    FrozenStanding._meta.db_table,
-                    [
-                        ("season_id", "bigint"),
-                        ("board", "text"),
-                        ("region", "text"),
-                        ("period", "text"),
-                        ("position", "integer"),
-                        ("rank", "integer"),
-                        ("player_id", "text"),
-                        ("score", "bigint"),
-                    ],
-                    [
-                        [season.id] * count,
-                        [ref.board] * count,
-                        [ref.region] * count,
-                        [ref.period] * count,
-                        list(range(start, end)),
-                        ranks[start:end],
-                        [player for player, _ in ordered[start:end]],
-                        points[start:end],
-                    ],
-                )
-            rows += len(ordered)
+            rows += copy_rows(
+                FrozenStanding._meta.db_table,
+                ["season_id", "board", "region", "period", "position", "rank", "player_id", "score"],
+                (
+                    (season.id, ref.board, ref.region, ref.period, position, ranks[position], player, points[position])
+                    for position, (player, _) in enumerate(ordered)
+                ),
+            )
         season.frozen_at = now
         season.save(update_fields=["frozen_at"])
         transaction.on_commit(lambda: _expire_keys(season), robust=True)
