@@ -17,3 +17,30 @@ class ServerKey(models.Model):
 
     def __str__(self) -> str:
         return self.key_id
+
+
+class GameRules(models.Model):
+    """Per-game limits; an empty field takes the default from the environment (settings).
+
+    A limit of 0 switches it off (a studio behind a CDN, or a benchmark from one address).
+    """
+
+    game = models.OneToOneField("seasons.Game", on_delete=models.CASCADE, related_name="rules")
+    player_burst = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Results a player may have at once before quarantine (default 5)."
+    )
+    player_refill_s = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds per new token in a player's bucket (default 60)."
+    )
+    key_rate_per_s = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Signed requests per second per server key (default 50)."
+    )
+    key_burst = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Requests a key may send at once (default 100)."
+    )
+
+    class Meta:
+        verbose_name_plural = "game rules"
+
+    def __str__(self) -> str:
+        return f"rules of {self.game_id}"

@@ -2,18 +2,24 @@
 
 import hashlib
 import hmac
+import logging
+import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import redis
 from django.conf import settings
 from django.utils import timezone
 
 from leaderboard_site.api_errors import ApiError
+from scoring import redis_boards
 from seasons.models import Game
 
-from .models import ServerKey
+from .models import GameRules, ServerKey
+
+logger = logging.getLogger(__name__)
 
 SIGNATURE_PREFIX = "v1="
 HEADER_KEY = "X-Leaderboard-Key"
@@ -87,11 +93,98 @@ class Verdict:
 
 
 ACCEPTED = Verdict("accepted")
+RATE = Verdict("pending_review", "rate")
+
+_BUCKET = redis_boards.lua_path(__file__, "token_bucket.lua")
 
 
-def results_judge(*, game: Game, player_ids: list[str], points: list[int], duration_s: int) -> list[Verdict]:
-    """The one seam where plausibility rules, rate buckets and bans decide each result's status.
+@dataclass(frozen=True)
+class Rules:
+    player_burst: int
+    player_refill_s: int
+    key_rate_per_s: int
+    key_burst: int
 
-    Every result is accepted for now; anti-cheat (issue 4) plugs its rules in here.
+
+def rules_for(*, game: Game) -> Rules:
+    """The game's limits: its GameRules where set, else the environment's defaults."""
+    row = GameRules.objects.filter(game=game).first()
+
+    def pick(name: str, default: int) -> int:
+        value = getattr(row, name, None) if row is not None else None
+        return int(default if value is None else value)
+
+    return Rules(
+        player_burst=pick("player_burst", settings.PLAYER_BUCKET_BURST),
+        player_refill_s=pick("player_refill_s", settings.PLAYER_BUCKET_REFILL_S),
+        key_rate_per_s=pick("key_rate_per_s", settings.KEY_RATE_PER_S),
+        key_burst=pick("key_burst", settings.KEY_RATE_BURST),
+    )
+
+
+def _spend(
+    keys: list[str], wants: list[int], *, capacity: int, ms_per_token: float, now: datetime
+) -> list[tuple[int, int]]:
+    script = redis_boards.lua_script(_BUCKET)
+    ttl_s = int(capacity * ms_per_token / 1000) + 60
+    reply = script(
+        keys=keys,
+        args=[int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants],
+        client=redis_boards.client(),
+    )
+    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+
+def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int | None:
+    """Spend one token of the key's request bucket: None if allowed, else Retry-After seconds.
+
+    Fails open when Redis is down (the ledger, not the limiter, decides what is stored).
     """
-    return [ACCEPTED for _ in player_ids]
+    if rules.key_rate_per_s == 0:
+        return None
+    try:
+        [(granted, wait_ms)] = _spend(
+            [redis_boards.server_key_bucket_key(key.key_id)],
+            [1],
+            capacity=max(rules.key_burst, 1),
+            ms_per_token=1000 / rules.key_rate_per_s,
+            now=now,
+        )
+    except redis.RedisError as exc:
+        logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
+        return None
+    return None if granted else max(1, math.ceil(wait_ms / 1000))
+
+
+def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int]], now: datetime) -> list[Verdict]:
+    """The one seam where every submitted result gets its status. `results` is (player_id, points,
+    duration_s) for a whole batch, in order.
+
+    Per-player token buckets: a burst beyond the bucket is quarantined (`pending_review`, reason
+    `rate`), not refused. One Lua call for the batch; fails open when Redis is down.
+    """
+    verdicts = [ACCEPTED] * len(results)
+    if rules.player_burst == 0 or rules.player_refill_s == 0 or not results:
+        return verdicts
+    wanted: dict[str, int] = {}
+    for player_id, _, _ in results:
+        wanted[player_id] = wanted.get(player_id, 0) + 1
+    players = sorted(wanted)
+    try:
+        granted = _spend(
+            [redis_boards.player_bucket_key(game.slug, p) for p in players],
+            [wanted[p] for p in players],
+            capacity=rules.player_burst,
+            ms_per_token=rules.player_refill_s * 1000,
+            now=now,
+        )
+    except redis.RedisError as exc:
+        logger.warning("player buckets skipped, Redis unavailable: %s", exc)
+        return verdicts
+    left = {p: g for p, (g, _) in zip(players, granted, strict=True)}
+    for i, (player_id, _, _) in enumerate(results):
+        if left[player_id] > 0:
+            left[player_id] -= 1
+        else:
+            verdicts[i] = RATE
+    return verdicts

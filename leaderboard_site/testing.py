@@ -9,7 +9,7 @@ from typing import Any
 from django.test import Client
 from django.utils import timezone
 
-from anticheat.models import ServerKey
+from anticheat.models import GameRules, ServerKey
 from anticheat.services import server_key_create, signature_compute
 from scoring.board_writer import events_apply_by_id
 from scoring.models import EventStatus, ScoreEvent
@@ -26,7 +26,9 @@ def make_game(
     start: datetime | None = None,
     days: float = 90,
     max_points: int = 10_000,
+    rate_limits: bool = False,
 ) -> Game:
+    """A game for tests. Rate limits are off unless asked for: most tests send bursts on purpose."""
     game, _ = game_create(
         slug=slug,
         name=slug.title(),
@@ -35,6 +37,8 @@ def make_game(
         season_start=start or timezone.now() - timedelta(days=1),
         season_days=days,
     )
+    if not rate_limits:
+        GameRules.objects.create(game=game, player_burst=0, key_rate_per_s=0)
     return game
 
 

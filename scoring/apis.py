@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from anticheat.services import request_verify
+from anticheat.services import request_verify, rules_for, server_key_throttle
 from leaderboard_site.api_errors import ApiError
 from seasons.selectors import game_get
 
@@ -64,6 +64,14 @@ def verified_json(request: Request, game: str) -> tuple[Any, Any]:
         headers=request.headers,
         now=timezone.now(),
     )
+    retry_after = server_key_throttle(key=key, rules=rules_for(game=key.game), now=timezone.now())
+    if retry_after is not None:
+        raise ApiError(
+            429,
+            "throttled",
+            f"Over this key's rate limit; retry in {retry_after} s. Nothing was stored.",
+            headers={"Retry-After": str(retry_after)},
+        )
     try:
         data = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:

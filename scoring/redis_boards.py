@@ -6,6 +6,7 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX):
     lb:names:{game}                                  display names (hash player -> name)
     lb:pause:{game}                                  set while rebuild_boards swaps keys in
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
+    lb:rl:p:{game}:{player}   lb:rl:k:{key_id}        token buckets (players' results, keys' requests)
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10`.
 """
@@ -100,6 +101,14 @@ def names_key(game: str) -> str:
 
 def pause_key(game: str) -> str:
     return f"{_prefix()}:pause:{game}"
+
+
+def player_bucket_key(game: str, player_id: str) -> str:
+    return f"{_prefix()}:rl:p:{game}:{player_id}"
+
+
+def server_key_bucket_key(key_id: str) -> str:
+    return f"{_prefix()}:rl:k:{key_id}"
 
 
 def dedup_location(event_id: int) -> tuple[str, str]:

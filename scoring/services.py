@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from anticheat.models import ServerKey
-from anticheat.services import Verdict, results_judge
+from anticheat.services import Verdict, results_judge, rules_for
 from boards.services import players_register, season_regions_fix, season_regions_of
 from leaderboard_site.db import insert_unnest
 from seasons.models import Game, Season
@@ -184,14 +184,17 @@ def matches_submit(
 def _store(
     *, game: Game, key: ServerKey, pending: list[_Pending], outcomes: list[MatchOutcome | None], now: datetime
 ) -> list[int]:
-    # 1. Judge every result (anti-cheat seam).
-    for p in pending:
-        p.verdicts = results_judge(
+    # 1. Judge every result of the batch at once (the anti-cheat seam).
+    verdicts = iter(
+        results_judge(
             game=game,
-            player_ids=[r.player_id for r in p.match.results],
-            points=[r.points for r in p.match.results],
-            duration_s=p.match.duration_s,
+            rules=rules_for(game=game),
+            results=[(r.player_id, r.points, p.match.duration_s) for p in pending for r in p.match.results],
+            now=now,
         )
+    )
+    for p in pending:
+        p.verdicts = [next(verdicts) for _ in p.match.results]
 
     # 2. Players and the region each accepted result counts in.
     players, new_names = players_register(

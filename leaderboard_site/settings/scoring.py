@@ -22,3 +22,8 @@ BOARD_MONTH_TTL_S = env_int("BOARD_MONTH_TTL_S", 35 * 86400 + 3600)
 BOARD_TOP_CACHE_S = env_float("BOARD_TOP_CACHE_S", 1.0)
 # A frozen season's Redis keys live this long after its standings are written to PostgreSQL.
 SEASON_KEYS_TTL_AFTER_FREEZE_S = env_int("SEASON_KEYS_TTL_AFTER_FREEZE_S", 86400)
+# Anti-cheat defaults (per game overrides in the admin: GameRules). 0 switches a limit off.
+PLAYER_BUCKET_BURST = env_int("PLAYER_BUCKET_BURST", 5)
+PLAYER_BUCKET_REFILL_S = env_int("PLAYER_BUCKET_REFILL_S", 60)
+KEY_RATE_PER_S = env_int("KEY_RATE_PER_S", 50)
+KEY_RATE_BURST = env_int("KEY_RATE_BURST", 100)

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from anticheat.models import GameRules
 from anticheat.services import server_key_create
 from scoring.demo import demo_history, demo_players
 from scoring.services import matches_submit
@@ -28,6 +29,9 @@ class Command(BaseCommand):
             game, _ = game_create(slug="demo", name="Demo Arena", season_start=now - timedelta(days=7), season_days=90)
         key = server_key_create(game=game, label="demo")
         if fresh:
+            # The history is a backfill: no bucket applies to it. Then the demo stream's pace (a
+            # result per player every ~25 s) fits a bucket of 5 refilled every 10 s.
+            GameRules.objects.update_or_create(game=game, defaults={"player_burst": 0})
             players = demo_players(options["players"])
             history = list(demo_history(players, now, options["matches"], days=6))
             for start in range(0, len(history), 500):
@@ -41,4 +45,5 @@ class Command(BaseCommand):
                     parsed.append((match_id, match, errors))
                 with transaction.atomic():
                     matches_submit(game=game, key=key, matches=parsed, now=timezone.now())
+            GameRules.objects.filter(game=game).update(player_burst=5, player_refill_s=10)
         self.stdout.write(json.dumps({"game": game.slug, "key_id": key.key_id, "secret": key.secret}))
