@@ -44,3 +44,23 @@ class GameRules(models.Model):
 
     def __str__(self) -> str:
         return f"rules of {self.game_id}"
+
+
+class Ban(models.Model):
+    """A banned player's new results are rejected (`banned`). Lifting a ban keeps the row."""
+
+    game = models.ForeignKey("seasons.Game", on_delete=models.CASCADE, related_name="bans")
+    player_id = models.CharField(max_length=64)
+    reason = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["game", "player_id"], condition=models.Q(lifted_at__isnull=True), name="one_active_ban"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.player_id} banned"

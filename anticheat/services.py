@@ -17,7 +17,7 @@ from leaderboard_site.api_errors import ApiError
 from scoring import redis_boards
 from seasons.models import Game
 
-from .models import GameRules, ServerKey
+from .models import Ban, GameRules, ServerKey
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,7 @@ class Verdict:
 
 ACCEPTED = Verdict("accepted")
 RATE = Verdict("pending_review", "rate")
+BANNED = Verdict("rejected", "banned")
 
 _BUCKET = redis_boards.lua_path(__file__, "token_bucket.lua")
 
@@ -160,15 +161,29 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
     """The one seam where every submitted result gets its status. `results` is (player_id, points,
     duration_s) for a whole batch, in order.
 
-    Per-player token buckets: a burst beyond the bucket is quarantined (`pending_review`, reason
-    `rate`), not refused. One Lua call for the batch; fails open when Redis is down.
+    Banned players' results are `rejected` (`banned`). Per-player token buckets: a burst beyond
+    the bucket is quarantined (`pending_review`, reason `rate`), not refused. One Lua call for the
+    batch; the buckets fail open when Redis is down.
     """
     verdicts = [ACCEPTED] * len(results)
-    if rules.player_burst == 0 or rules.player_refill_s == 0 or not results:
+    if not results:
+        return verdicts
+    banned = set(
+        Ban.objects.filter(
+            game=game, lifted_at__isnull=True, player_id__in={player_id for player_id, _, _ in results}
+        ).values_list("player_id", flat=True)
+    )
+    for i, (player_id, _, _) in enumerate(results):
+        if player_id in banned:
+            verdicts[i] = BANNED
+    if rules.player_burst == 0 or rules.player_refill_s == 0:
         return verdicts
     wanted: dict[str, int] = {}
     for player_id, _, _ in results:
-        wanted[player_id] = wanted.get(player_id, 0) + 1
+        if player_id not in banned:
+            wanted[player_id] = wanted.get(player_id, 0) + 1
+    if not wanted:
+        return verdicts
     players = sorted(wanted)
     try:
         granted = _spend(
@@ -183,6 +198,8 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
         return verdicts
     left = {p: g for p, (g, _) in zip(players, granted, strict=True)}
     for i, (player_id, _, _) in enumerate(results):
+        if player_id in banned:
+            continue
         if left[player_id] > 0:
             left[player_id] -= 1
         else:
