@@ -73,7 +73,7 @@ def _write(game: Game, season: Season, player_id: str, keys: list[str], expected
             score = None  # a day or week board past its TTL stays gone
         values.append("" if score is None else str(score))
         ttls.append(ttl or 0)
-    marks: list[object] = []
+    marks: list[int | str] = []
     index: dict[str, int] = {}
     for event_id in included:
         dkey, field = redis_boards.dedup_location(event_id)
