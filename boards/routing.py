@@ -1,3 +1,9 @@
-"""WebSocket routes of the boards app (the live consumer arrives with the live-board issue)."""
+"""WebSocket routes of the boards app."""
 
-websocket_urlpatterns: list = []
+from django.urls import re_path
+
+from .consumers import BoardTopConsumer
+
+websocket_urlpatterns = [
+    re_path(r"^ws/games/(?P<game>[a-z0-9-]{1,40})/boards/(?P<board>[a-z]+)/?$", BoardTopConsumer.as_asgi()),
+]

@@ -205,7 +205,8 @@ def _frozen_entries(view: BoardView, rows) -> list[dict[str, Any]]:
     return entries
 
 
-def board_top(*, view: BoardView, n: int) -> list[dict[str, Any]]:
+def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str, Any]]:
+    """The top n; cached for BOARD_TOP_CACHE_S unless `cached` is False (the live publisher)."""
     if view.frozen:
         return _frozen_entries(view, view.standings().order_by("position")[:n])
 
@@ -218,6 +219,8 @@ def board_top(*, view: BoardView, n: int) -> list[dict[str, Any]]:
         _fill_names(view.game, entries)
         return entries
 
+    if not cached:
+        return load()
     return top_cache.get((view.ref.key, n, view.game.tie_rule), load)
 
 

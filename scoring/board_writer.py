@@ -83,7 +83,7 @@ def events_apply(
     client = redis_boards.client()
     script = redis_boards.lua_script(APPLY_SCRIPT)
     pipe = client.pipeline(transaction=False)
-    calls: list[list[EventRow]] = []
+    calls: list[tuple[list[EventRow], list[str]]] = []
     for (season_id, day, week, region), rows in groups.items():
         season, game, dense = meta[season_id]
         codec = ScoreCodec(season.time_bits)
@@ -106,19 +106,24 @@ def events_apply(
                 reached = reached_seconds(season_start=season.starts_at, accepted_at=e.accepted_at)
                 event_args += [e.id, dedup_index[dkey], field, e.player_id, e.points, min(reached, codec.max_reached_s)]
             script(keys=keys, args=args + event_args, client=pipe)
-            calls.append(part)
+            calls.append((part, [b.key for b in boards]))
     on_boards: list[int] = []
     overflow: list[int] = []
-    for part, reply in zip(calls, pipe.execute(), strict=True):
+    changed: set[str] = set()
+    for (part, board_keys), reply in zip(calls, pipe.execute(), strict=True):
         if reply[0] == "paused":
             report.paused += len(part)
             continue
+        if int(reply[1]):
+            changed.update(board_keys)
         report.applied += int(reply[1])
         report.skipped += int(reply[2])
         refused = {int(x) for x in reply[3:]}
         report.overflow += len(refused)
         overflow.extend(refused)
         on_boards.extend(e.id for e in part if e.id not in refused)
+    if changed:  # for the live publisher (boards/events.py): one push per board per second at most
+        client.sadd(redis_boards.dirty_key(), *changed)
     return report, on_boards, overflow
 
 

@@ -87,6 +87,8 @@ def _write(game: Game, season: Season, player_id: str, keys: list[str], expected
     )
     if reply[0] == "paused":
         raise CorrectionPaused(game.slug)
+    if int(reply[1]):
+        client.sadd(redis_boards.dirty_key(), *keys)
     for dkey in index:
         client.expire(dkey, settings.SCORING_DEDUP_TTL_S)
     return int(reply[1])

@@ -7,6 +7,7 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX):
     lb:pause:{game}                                  set while rebuild_boards swaps keys in
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
     lb:rl:p:{game}:{player}   lb:rl:k:{key_id}        token buckets (players' results, keys' requests)
+    lb:dirty                  lb:pushed:{board key}   the live publisher's work list and last pushes
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10`.
 """
@@ -75,6 +76,26 @@ class BoardRef:
     @property
     def distinct_key(self) -> str:
         return distinct_key(self.key)
+
+    @classmethod
+    def from_key(cls, key: str) -> "BoardRef":
+        game, season_id, board, region, period = key.split(":")[-5:]
+        return cls(game, int(season_id), board, region, period)
+
+
+def dirty_key() -> str:
+    """Boards changed since the live publisher last looked (a set of board keys)."""
+    return f"{_prefix()}:dirty"
+
+
+def pushed_key(board_key: str) -> str:
+    """Set for a second after a board's top 10 was pushed (the throttle)."""
+    return f"{_prefix()}:pushed:{board_key}"
+
+
+def pushed_digest_key(board_key: str) -> str:
+    """The digest of the last top 10 pushed for a board (pushes only on change)."""
+    return f"{_prefix()}:pushed-digest:{board_key}"
 
 
 def names_store(game: str, names: Mapping[str, str]) -> None:

@@ -5,6 +5,11 @@ from .redis import REDIS_URL
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "lb:asgi"},
+        "CONFIG": {
+            # redis-py 8 reads with a 5 s socket timeout by default, exactly channels-redis's
+            # BZPOPMIN wait: an idle consumer would die with TimeoutError. Give reads room.
+            "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+            "prefix": "lb:asgi",
+        },
     }
 }

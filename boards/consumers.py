@@ -1,0 +1,55 @@
+"""The live board: a WebSocket that only joins its board's group and relays pushes."""
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils import timezone
+
+from seasons.selectors import game_catalog
+
+from . import selectors
+from .events import LIVE_TOP_N, group_name, top_message
+
+
+class BoardTopConsumer(AsyncJsonWebsocketConsumer):
+    """`/ws/games/{game}/boards/{board}/?region=global`: the top 10 at once, then on change."""
+
+    group: str | None = None
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        region = (query.get("region") or ["global"])[0]
+        first = await database_sync_to_async(self._snapshot)(kwargs["game"], kwargs["board"], region)
+        if first is None:
+            await self.close(code=4404)
+            return
+        group, message = first
+        self.group = group
+        await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        await self.send_json(message)
+
+    def _snapshot(self, game_slug: str, board: str, region: str) -> tuple[str, dict[str, Any]] | None:
+        game, seasons = game_catalog(slug=game_slug)
+        if game is None:
+            return None
+        try:
+            view = selectors.board_resolve(
+                game=game, board=board, region=region, season=None, period=None, now=timezone.now(), seasons=seasons
+            )
+        except (selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
+            return None
+        return group_name(view.ref.key), top_message(view, selectors.board_top(view=view, n=LIVE_TOP_N))
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Clients only listen; anything they send is ignored."""
+
+    async def board_top(self, event: dict[str, Any]) -> None:
+        await self.send_json(event["message"])
