@@ -7,6 +7,7 @@ import time
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from django.utils import timezone
 
 from boards.events import publish_live
@@ -73,6 +74,7 @@ def test_top_on_connect_then_at_most_one_push_per_second_under_a_burst():
         await sync_to_async(publish_live)()
         assert await socket.receive_nothing(timeout=0.3)
         await socket.disconnect()
+        await sync_to_async(connections.close_all)()  # the consumer's thread's connection
 
     asyncio.run(scenario())
 
@@ -85,5 +87,6 @@ def test_unknown_game_or_board_is_refused():
             socket = WebsocketCommunicator(application, path, headers=HEADERS)
             connected, _ = await socket.connect()
             assert not connected
+        await sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())
