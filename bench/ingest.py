@@ -284,7 +284,7 @@ def raw_limit(args, work: Workload) -> dict:
             boards = sums + bests
             ttls = [0, DAY_TTL, WEEK_TTL, MONTH_TTL] * 2 + [0, 0]
             for s in range(0, len(rows), APPLY_CHUNK):
-                keys = [f"{prefix}:pause:{game}", *boards]
+                keys = [f"{prefix}:pause:{game}", f"{prefix}:hidden:{game}", *boards]
                 dedup_index: dict[str, int] = {}
                 argv: list = [span, max_points, len(sums), len(bests), 0, DEDUP_TTL, *ttls]
                 for eid, pid, pts in rows[s : s + APPLY_CHUNK]:

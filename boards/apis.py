@@ -5,17 +5,22 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from anticheat.signed import SIGNATURE_HEADERS, signed_key
 from leaderboard_site.api_errors import ApiError
+from scoring.apis import verified_json
 from scoring.serializers import ErrorSerializer
+from scoring.validation import PLAYER_ID_RE
 from seasons.models import Game
 from seasons.selectors import game_catalog, game_get, season_current, seasons_of
 
 from . import selectors, serializers
-from .models import SeasonRegion
+from .models import Player, SeasonRegion
+from .services import friends_of, friendship_add, friendship_remove, player_delete, player_update
 
 BOARD_PARAMS = [
     OpenApiParameter("region", str, description="`global` (default) or a region, e.g. `eu`."),
@@ -178,3 +183,130 @@ class GameSeasonsApi(APIView):
         seasons = seasons_of(game=game_obj)
         current = season_current(game=game_obj, now=now, seasons=seasons)
         return Response({"current": current.id if current else None, "seasons": [season_row(s, now) for s in seasons]})
+
+
+class BoardFriendsApi(APIView):
+    @extend_schema(
+        operation_id="board_friends",
+        parameters=BOARD_PARAMS,
+        responses={200: serializers.FriendsSerializer, **ERRORS},
+        description=(
+            "The player and their confirmed friends (stored by the service, at most 500) with a score on "
+            "the board: `rank` among themselves by the tie rule, `board_rank` on the whole board."
+        ),
+    )
+    def get(self, request: Request, game: str, board: str, player_id: str) -> Response:
+        view = resolve(request, game, board)
+        friends = friends_of(game=view.game, player_id=player_id)
+        return Response({"entries": selectors.board_friends(view=view, player_id=player_id, friends=friends)})
+
+
+def _player_or_404(game: Game, player_id: str) -> None:
+    if not PLAYER_ID_RE.match(player_id):
+        raise ApiError(404, "not_found", "No such player.")
+
+
+class PlayerApi(APIView):
+    """Signed (match servers or the studio's backend): a player's profile and account."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="player_update",
+        parameters=SIGNATURE_HEADERS,
+        request=serializers.PlayerPatchSerializer,
+        responses={200: serializers.PlayerSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="Set `display_name` and/or `hidden`. A hidden player leaves every public answer at once.",
+    )
+    def patch(self, request: Request, game: str, player_id: str) -> Response:
+        key, data = verified_json(request, game)
+        _player_or_404(key.game, player_id)
+        if not isinstance(data, dict) or not data.keys() & {"display_name", "hidden"}:
+            raise ApiError(400, "invalid", "Send display_name and/or hidden.")
+        errors: dict[str, list[str]] = {}
+        name = data.get("display_name")
+        if "display_name" in data and (not isinstance(name, str) or not 1 <= len(name.strip()) <= 100):
+            errors["display_name"] = ["A display name is a string of 1-100 characters."]
+        hidden = data.get("hidden")
+        if "hidden" in data and not isinstance(hidden, bool):
+            errors["hidden"] = ["hidden must be true or false."]
+        if errors:
+            raise ValidationError(errors)
+        try:
+            player = player_update(
+                game=key.game,
+                player_id=player_id,
+                display_name=name.strip() if isinstance(name, str) else None,
+                hidden=hidden if isinstance(hidden, bool) else None,
+            )
+        except Player.DoesNotExist as exc:
+            raise ApiError(404, "not_found", "This account was deleted.") from exc
+        return Response({"player_id": player.player_id, "display_name": player.display_name, "hidden": player.hidden})
+
+    @extend_schema(
+        operation_id="player_delete",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.",
+    )
+    def delete(self, request: Request, game: str, player_id: str) -> Response:
+        key = signed_key(request, game)
+        _player_or_404(key.game, player_id)
+        player_delete(game=key.game, player_id=player_id)
+        return Response(status=204)
+
+
+class PlayerRankApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="player_rank",
+        parameters=[*SIGNATURE_HEADERS, OpenApiParameter("board", str, description="Default `all`."), *BOARD_PARAMS],
+        responses={200: serializers.OwnRankSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="The player's own score and rank, also when hidden (counted as if visible).",
+    )
+    def get(self, request: Request, game: str, player_id: str) -> Response:
+        key = signed_key(request, game)
+        view = resolve(request, game, request.query_params.get("board") or "all")
+        found = selectors.board_own_rank(view=view, player_id=player_id)
+        if found is None:
+            raise not_ranked(player_id)
+        hidden = Player.objects.filter(game=key.game, player_id=player_id, hidden=True).exists()
+        return Response({"player_id": player_id, "score": found[0], "rank": found[1], "hidden": hidden})
+
+
+class FriendshipApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="friendship_add",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 400: ErrorSerializer, 401: ErrorSerializer},
+        description="A confirmed, mutual friendship (idempotent).",
+    )
+    def put(self, request: Request, game: str, player_id: str, friend_id: str) -> Response:
+        key = signed_key(request, game)
+        for pid in (player_id, friend_id):
+            if not PLAYER_ID_RE.match(pid):
+                raise ApiError(400, "invalid", f"{pid!r} is not a player id.")
+        if player_id == friend_id:
+            raise ApiError(400, "invalid", "A player cannot befriend themselves.")
+        friendship_add(game=key.game, player_id=player_id, friend_id=friend_id)
+        return Response(status=204)
+
+    @extend_schema(
+        operation_id="friendship_remove",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 401: ErrorSerializer},
+        description="Ends a friendship (idempotent).",
+    )
+    def delete(self, request: Request, game: str, player_id: str, friend_id: str) -> Response:
+        key = signed_key(request, game)
+        friendship_remove(game=key.game, player_id=player_id, friend_id=friend_id)
+        return Response(status=204)

@@ -9,6 +9,7 @@ class Player(models.Model):
     display_name = models.CharField(max_length=100, null=True, blank=True)
     region = models.CharField(max_length=16, null=True, blank=True)
     hidden = models.BooleanField(default=False)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Account deleted: pseudonymised, never shown.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -31,3 +32,22 @@ class SeasonRegion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id}@{self.region}"
+
+
+class Friendship(models.Model):
+    """A confirmed, mutual friendship, stored once per pair (player_a < player_b)."""
+
+    game = models.ForeignKey("seasons.Game", on_delete=models.CASCADE, related_name="friendships")
+    player_a = models.CharField(max_length=64)
+    player_b = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["game", "player_a", "player_b"], name="friendship_unique_pair"),
+            models.CheckConstraint(condition=models.Q(player_a__lt=models.F("player_b")), name="friendship_ordered"),
+        ]
+        indexes = [models.Index(fields=["game", "player_b"], name="friendship_b")]
+
+    def __str__(self) -> str:
+        return f"{self.player_a} <-> {self.player_b}"

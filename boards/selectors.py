@@ -20,6 +20,7 @@ from seasons.periods import BadPeriod, day_label, month_label, parse_day, parse_
 from seasons.selectors import season_current, seasons_of
 
 from .models import Player
+from .ranking import ranks_for
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
 BOARDS = ("all", "daily", "weekly", "monthly", "best")
@@ -158,10 +159,10 @@ class _TopCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, str], tuple[float, list[dict[str, Any]]]] = {}
-        self._inflight: dict[tuple[str, int, str], threading.Lock] = {}
+        self._entries: dict[tuple[str, int, str, str], tuple[float, list[dict[str, Any]]]] = {}
+        self._inflight: dict[tuple[str, int, str, str], threading.Lock] = {}
 
-    def get(self, key: tuple[str, int, str], load) -> list[dict[str, Any]]:
+    def get(self, key: tuple[str, int, str, str], load) -> list[dict[str, Any]]:
         ttl = float(settings.BOARD_TOP_CACHE_S)
         now = time.monotonic()
         hit = self._entries.get(key)
@@ -221,7 +222,10 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str,
 
     if not cached:
         return load()
-    return top_cache.get((view.ref.key, n, view.game.tie_rule), load)
+    # One GET per read: a correction (a hidden, deleted or revoked player) must show at once in
+    # every web process, not when the cached answer expires.
+    generation = str(redis_boards.client().get(redis_boards.generation_key(view.game.slug)) or "0")
+    return top_cache.get((view.ref.key, n, view.game.tie_rule, generation), load)
 
 
 @dataclass(frozen=True)
@@ -282,3 +286,76 @@ def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, A
     entries = _entries(flat[1:])
     _fill_names(view.game, entries)
     return entries
+
+
+def _board_ranks(view: BoardView, members: list[tuple[str, int]]) -> list[int]:
+    """Each (player, encoded score)'s rank on the whole board as if the player were on it."""
+    client = redis_boards.client()
+    codec = view.codec
+    rule = view.game.tie_rule
+    key = view.ref.key
+    pipe = client.pipeline(transaction=False)
+    for _, score in members:
+        points = codec.points(score)
+        if rule == "dense":
+            pipe.zcount(view.ref.distinct_key, f"({points}", "+inf")
+        elif rule == "competition":
+            pipe.zcount(key, codec.min_score_for_points(points + 1), "+inf")
+        else:
+            pipe.zcount(key, f"({score}", "+inf")
+            pipe.zrangebyscore(key, score, score)
+    replies = pipe.execute()
+    ranks = []
+    if rule == "first":
+        for i, (player, _) in enumerate(members):
+            above, equal = replies[2 * i], replies[2 * i + 1]
+            ranks.append(1 + int(above) + sum(1 for other in equal if other < player))
+    else:
+        ranks = [1 + int(count) for count in replies]
+    return ranks
+
+
+def board_friends(*, view: BoardView, player_id: str, friends: list[str]) -> list[dict[str, Any]]:
+    """The player and their confirmed friends with a score on the board, ranked among themselves
+    (`rank`, by the tie rule) and on the whole board (`board_rank`). One ZMSCORE."""
+    members = [player_id, *friends]
+    if view.frozen:
+        rows = view.standings().filter(player_id__in=members).order_by("position")
+        found = [(p, s, r) for p, s, r in rows.values_list("player_id", "score", "rank")]
+        ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
+        entries = [
+            {"rank": rank, "board_rank": board_rank, "player_id": p, "display_name": None, "score": s}
+            for (p, s, board_rank), rank in zip(found, ranks, strict=True)
+        ]
+    else:
+        scores = redis_boards.client().zmscore(view.ref.key, members)
+        present = sorted(
+            ((m, int(s)) for m, s in zip(members, scores, strict=True) if s is not None), key=lambda x: (-x[1], x[0])
+        )
+        codec = view.codec
+        points = [codec.points(s) for _, s in present]
+        ranks = ranks_for(points, view.game.tie_rule)
+        board_ranks = _board_ranks(view, present)
+        entries = [
+            {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": None, "score": p}
+            for (m, _), p, rank, board_rank in zip(present, points, ranks, board_ranks, strict=True)
+        ]
+    _fill_names(view.game, entries)
+    return entries
+
+
+def board_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:
+    """(score, rank) of a player, hidden or not, counted as if visible: what their profile shows."""
+    from scoring.selectors import ledger_boards
+
+    if view.frozen:
+        row = view.standings().filter(player_id=player_id).values_list("score", "rank").first()
+        return (int(row[0]), int(row[1])) if row else None
+    board = ledger_boards(game=view.game, player_ids=[player_id], season_id=view.season.id, include_hidden=True).get(
+        view.ref.key
+    )
+    if board is None or player_id not in board.scores:
+        return None
+    score = board.scores[player_id]
+    [rank] = _board_ranks(view, [(player_id, score)])
+    return view.codec.points(score), rank

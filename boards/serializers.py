@@ -54,3 +54,29 @@ class SeasonSerializer(serializers.Serializer):
 class SeasonsSerializer(serializers.Serializer):
     current = serializers.IntegerField(allow_null=True)
     seasons = SeasonSerializer(many=True)
+
+
+class FriendEntrySerializer(EntrySerializer):
+    board_rank = serializers.IntegerField()
+
+
+class FriendsSerializer(serializers.Serializer):
+    entries = FriendEntrySerializer(many=True)
+
+
+class PlayerPatchSerializer(serializers.Serializer):
+    display_name = serializers.CharField(required=False, max_length=100)
+    hidden = serializers.BooleanField(required=False)
+
+
+class PlayerSerializer(serializers.Serializer):
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    hidden = serializers.BooleanField()
+
+
+class OwnRankSerializer(serializers.Serializer):
+    player_id = serializers.CharField()
+    score = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    hidden = serializers.BooleanField()

@@ -1,13 +1,16 @@
 """Writes for players: profiles created by their first result, and their season region."""
 
+import hashlib
 from collections.abc import Iterable
 
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from leaderboard_site.db import insert_unnest
 from seasons.models import Game, Season
 
-from .models import Player, SeasonRegion
+from .models import Friendship, Player, SeasonRegion
 
 Profile = tuple[str | None, str | None]  # (display_name, region)
 
@@ -113,3 +116,85 @@ def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str,
     return dict(
         SeasonRegion.objects.filter(season=season, player_id__in=list(player_ids)).values_list("player_id", "region")
     )
+
+
+MAX_FRIENDS = 500
+
+
+def friendship_add(*, game: Game, player_id: str, friend_id: str) -> None:
+    """A confirmed, mutual friendship (idempotent). The caller is the studio's signed backend."""
+    if player_id == friend_id:
+        raise ValueError("a player cannot befriend themselves")
+    a, b = sorted([player_id, friend_id])
+    Friendship.objects.get_or_create(game=game, player_a=a, player_b=b)
+
+
+def friendship_remove(*, game: Game, player_id: str, friend_id: str) -> None:
+    a, b = sorted([player_id, friend_id])
+    Friendship.objects.filter(game=game, player_a=a, player_b=b).delete()
+
+
+def player_update(*, game: Game, player_id: str, display_name: str | None = None, hidden: bool | None = None) -> Player:
+    """Change a profile. Hiding takes the player off every public board at once (and they count
+    in nobody's public rank); showing them again puts their entries back from the ledger."""
+    from scoring import redis_boards
+    from scoring.corrections import player_correct
+
+    with transaction.atomic():
+        player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
+        if player.deleted_at is not None:
+            raise Player.DoesNotExist(player_id)
+        if display_name is not None:
+            player.display_name = display_name
+        flip = hidden is not None and hidden != player.hidden
+        if hidden is not None:
+            player.hidden = hidden
+        player.save(update_fields=["display_name", "hidden"])
+    client = redis_boards.client()
+    if display_name is not None:
+        redis_boards.names_store(game.slug, {player_id: display_name})
+    if flip:
+        if player.hidden:
+            client.sadd(redis_boards.hidden_key(game.slug), player_id)
+        else:
+            client.srem(redis_boards.hidden_key(game.slug), player_id)
+        player_correct(game=game, player_id=player_id)
+    return player
+
+
+def player_delete(*, game: Game, player_id: str) -> None:
+    """Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.
+
+    A tombstone keeps the id hidden (later results for it stay off the boards); the ledger's rows
+    move to a pseudonym that is hidden too, so queued events cannot bring anything back.
+    """
+    from scoring import redis_boards
+    from scoring.corrections import player_correct
+    from scoring.models import ScoreEvent, SeasonTotal
+
+    pseudonym = "~deleted~" + hashlib.sha256(f"{game.id}:{player_id}".encode()).hexdigest()[:24]
+    client = redis_boards.client()
+    client.sadd(redis_boards.hidden_key(game.slug), player_id, pseudonym)
+    with transaction.atomic():
+        player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
+        player.deleted_at = player.deleted_at or timezone.now()
+        player.display_name = None
+        player.hidden = True
+        player.save(update_fields=["deleted_at", "display_name", "hidden"])
+    player_correct(game=game, player_id=player_id)  # removes every entry: the ledger excludes them
+    with transaction.atomic():
+        ScoreEvent.objects.filter(game=game, player_id=player_id).update(player_id=pseudonym)
+        # Derived per-player rows (capacity totals, season regions) are dropped, not renamed.
+        SeasonTotal.objects.filter(season__game=game, player_id=player_id).delete()
+        SeasonRegion.objects.filter(season__game=game, player_id=player_id).delete()
+        Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id)).delete()
+        Player.objects.get_or_create(
+            game=game, player_id=pseudonym, defaults={"hidden": True, "deleted_at": timezone.now()}
+        )
+    client.hdel(redis_boards.names_key(game.slug), player_id)
+
+
+def friends_of(*, game: Game, player_id: str) -> list[str]:
+    pairs = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
+    friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
+    return sorted(friends)

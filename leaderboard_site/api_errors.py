@@ -4,7 +4,7 @@ import logging
 from typing import Any
 
 import redis
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -32,7 +32,7 @@ def error_body(*, detail: str, code: str, fields: dict[str, Any] | None = None) 
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, (OperationalError, InterfaceError, DatabaseError)):
+    if isinstance(exc, (OperationalError, InterfaceError)):
         logger.warning("ledger unavailable: %s", exc)
         return Response(
             error_body(detail="The ledger (database) is unavailable; nothing was stored.", code="ledger_unavailable"),

@@ -5,12 +5,12 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from anticheat.services import request_verify, rules_for, server_key_throttle
+from anticheat.signed import SIGNATURE_HEADERS, signed_key
 from leaderboard_site.api_errors import ApiError
 from seasons.selectors import game_get
 
@@ -21,33 +21,6 @@ from .validation import parse_match_id, validate_match
 MAX_BATCH = 1000
 REPLAY_HEADER = "Idempotent-Replayed"
 
-SIGNATURE_HEADERS = [
-    OpenApiParameter("X-Leaderboard-Key", str, OpenApiParameter.HEADER, required=True, description="Key id."),
-    OpenApiParameter(
-        "X-Leaderboard-Timestamp", str, OpenApiParameter.HEADER, required=True, description="Unix seconds."
-    ),
-    OpenApiParameter(
-        "X-Leaderboard-Signature",
-        str,
-        OpenApiParameter.HEADER,
-        required=True,
-        description="v1= + hex HMAC-SHA256 of timestamp\\nMETHOD\\npath?query\\nbody with the key's secret.",
-    ),
-]
-
-
-def signed_path(request: Request) -> str:
-    """The request path with its query string exactly as sent (the raw ASGI path when we have it)."""
-    scope = getattr(request._request, "scope", None)
-    if scope is not None:
-        raw = scope.get("raw_path") or scope.get("path", "").encode()
-        path = raw.decode("utf-8", errors="replace")
-        query = scope.get("query_string") or b""
-        return path + ("?" + query.decode("utf-8", errors="replace") if query else "")
-    meta = request._request.META
-    query = meta.get("QUERY_STRING", "")
-    return meta.get("PATH_INFO", "") + ("?" + query if query else "")
-
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
@@ -55,25 +28,9 @@ def _reject_constant(name: str) -> Any:
 
 def verified_json(request: Request, game: str) -> tuple[Any, Any]:
     """Check the signature over the raw body first (DRF #2774), then parse it strictly."""
-    body = request._request.body
-    key = request_verify(
-        game_slug=game,
-        method=request.method or "POST",
-        path=signed_path(request),
-        body=body,
-        headers=request.headers,
-        now=timezone.now(),
-    )
-    retry_after = server_key_throttle(key=key, rules=rules_for(game=key.game), now=timezone.now())
-    if retry_after is not None:
-        raise ApiError(
-            429,
-            "throttled",
-            f"Over this key's rate limit; retry in {retry_after} s. Nothing was stored.",
-            headers={"Retry-After": str(retry_after)},
-        )
+    key = signed_key(request, game)
     try:
-        data = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        data = json.loads(request._request.body.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, "parse_error", f"Malformed JSON: {exc}") from exc
     return key, data

@@ -91,7 +91,7 @@ def events_apply(
         boards = sums + bests
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            keys: list[str] = [redis_boards.pause_key(game)] + [b.key for b in boards]
+            keys: list[str] = [redis_boards.pause_key(game), redis_boards.hidden_key(game)] + [b.key for b in boards]
             if dense:
                 keys += [b.distinct_key for b in boards]
             dedup_index: dict[str, int] = {}

@@ -89,6 +89,7 @@ def _write(game: Game, season: Season, player_id: str, keys: list[str], expected
         raise CorrectionPaused(game.slug)
     if int(reply[1]):
         client.sadd(redis_boards.dirty_key(), *keys)
+        client.incr(redis_boards.generation_key(game.slug))
     for dkey in index:
         client.expire(dkey, settings.SCORING_DEDUP_TTL_S)
     return int(reply[1])

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from seasons.models import Game, TieRule
@@ -76,6 +77,7 @@ def boards_rebuild(*, game: Game, progress: Progress | None = None, on_total: Pr
     report.boards = len(boards)
     report.members = sum(len(b.scores) for b in boards.values())
     _names_rebuild(game)
+    _hidden_rebuild(game)
 
     # Phase 2: paused; recompute who moved, mark the unapplied as applied, swap.
     client.set(redis_boards.pause_key(game.slug), "rebuild", ex=PAUSE_TTL_S)
@@ -197,3 +199,19 @@ def _names_rebuild(game: Game) -> None:
             redis_boards.names_store(game.slug, batch)
             batch = {}
     redis_boards.names_store(game.slug, batch)
+
+
+def _hidden_rebuild(game: Game) -> None:
+    from boards.models import Player
+
+    client = redis_boards.client()
+    hidden = list(
+        Player.objects.filter(game=game)
+        .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+        .values_list("player_id", flat=True)
+    )
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(redis_boards.hidden_key(game.slug))
+    if hidden:
+        pipe.sadd(redis_boards.hidden_key(game.slug), *hidden)
+    pipe.execute()

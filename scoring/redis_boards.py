@@ -5,6 +5,7 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX):
     <board key>:d                                    distinct points on it (dense tie rule)
     lb:names:{game}                                  display names (hash player -> name)
     lb:pause:{game}                                  set while rebuild_boards swaps keys in
+    lb:hidden:{game}                                 hidden and deleted players (a set)
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
     lb:rl:p:{game}:{player}   lb:rl:k:{key_id}        token buckets (players' results, keys' requests)
     lb:dirty                  lb:pushed:{board key}   the live publisher's work list and last pushes
@@ -118,6 +119,16 @@ def season_pattern(game: str, season_id: int) -> str:
 
 def names_key(game: str) -> str:
     return f"{_prefix()}:names:{game}"
+
+
+def hidden_key(game: str) -> str:
+    """The game's hidden (privacy) and deleted players: the board writer skips them."""
+    return f"{_prefix()}:hidden:{game}"
+
+
+def generation_key(game: str) -> str:
+    """Bumped by every correction (revoke, hide, delete): cached top-N answers older than it go."""
+    return f"{_prefix()}:gen:{game}"
 
 
 def pause_key(game: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import connection
 
+from boards.models import Player
 from seasons.models import Game, Season
 
 from . import redis_boards
@@ -55,10 +56,19 @@ class LedgerBoard:
         return int(ttl - (now - self.last_write).total_seconds())
 
 
-def _sql(game_id: int, player_ids: Iterable[str] | None, season_id: int | None = None) -> tuple[str, list[Any]]:
+def _sql(
+    game_id: int, player_ids: Iterable[str] | None, season_id: int | None = None, include_hidden: bool = False
+) -> tuple[str, list[Any]]:
     table = ScoreEvent._meta.db_table
     where = "game_id = %s AND status = %s"
     params: list[Any] = [game_id, EventStatus.ACCEPTED.value]
+    if not include_hidden:  # hidden and deleted players are on no public board
+        players = Player._meta.db_table
+        where += (
+            f" AND player_id NOT IN (SELECT player_id FROM {players} WHERE game_id = %s"
+            " AND (hidden OR deleted_at IS NOT NULL))"
+        )
+        params.append(game_id)
     if season_id is not None:
         where += " AND season_id = %s"
         params.append(season_id)
@@ -75,7 +85,11 @@ def _sql(game_id: int, player_ids: Iterable[str] | None, season_id: int | None =
 
 
 def ledger_boards(
-    *, game: Game, player_ids: Iterable[str] | None = None, season_id: int | None = None
+    *,
+    game: Game,
+    player_ids: Iterable[str] | None = None,
+    season_id: int | None = None,
+    include_hidden: bool = False,
 ) -> dict[str, LedgerBoard]:
     """Every board of the game as the ledger says it must be: key -> members and encoded scores.
 
@@ -93,7 +107,7 @@ def ledger_boards(
         else:
             found.merge(agg)
 
-    sql, params = _sql(game.id, player_ids, season_id)
+    sql, params = _sql(game.id, player_ids, season_id, include_hidden)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         while True:

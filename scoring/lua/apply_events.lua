@@ -1,9 +1,10 @@
 -- Apply a batch of accepted score events to one group of boards, at most once per event.
 --
 -- KEYS[1]                      pause flag of the game (set while rebuild_boards swaps keys in)
--- KEYS[2 .. 1+S]               points boards (season, day, week; global and region): sums
--- KEYS[2+S .. 1+S+B]           best boards: best single-match points, only ever raised
--- KEYS[2+S+B .. 1+2(S+B)]      distinct-points companions of those boards (only when dense = 1)
+-- KEYS[2]                      the game's hidden players (a set): their events touch no board
+-- KEYS[3 .. 2+S]               points boards (season, day, week, month; global and region): sums
+-- KEYS[3+S .. 2+S+B]           best boards: best single-match points, only ever raised
+-- KEYS[3+S+B .. 2+2(S+B)]      distinct-points companions of those boards (only when dense = 1)
 -- KEYS[rest]                   dedup hashes, referenced by index from each event
 -- ARGV[1] span = 2^time_bits   ARGV[2] max_points (exact capacity)   ARGV[3] S   ARGV[4] B
 -- ARGV[5] dense (0/1)          ARGV[6] dedup TTL seconds
@@ -42,8 +43,8 @@ end
 
 local function distinct_update(board_index, old_points, new_points)
   if not dense then return end
-  local board = KEYS[1 + board_index]
-  local companion = KEYS[1 + n_boards + board_index]
+  local board = KEYS[2 + board_index]
+  local companion = KEYS[2 + n_boards + board_index]
   redis.call('ZADD', companion, new_points, fmt(new_points))
   if old_points ~= nil and old_points ~= new_points then
     local lo = old_points * span
@@ -68,11 +69,16 @@ for i = first_event_arg, #ARGV, 6 do
   local t = tonumber(ARGV[i + 5])
   if redis.call('HEXISTS', dedup_key, field) == 1 then
     skipped = skipped + 1
+  elseif redis.call('SISMEMBER', KEYS[2], player) == 1 then
+    -- A hidden player's result is in the ledger; it reaches the boards if they are shown again.
+    redis.call('HSET', dedup_key, field, '1')
+    touched_dedup[dedup_key] = true
+    applied = applied + 1
   else
     -- Every check before the first write: compute all new scores, refuse the event on overflow.
     local ok = true
     for b = 1, n_boards do
-      local key = KEYS[1 + b]
+      local key = KEYS[2 + b]
       local old = redis.call('ZSCORE', key, player)
       local new
       if b <= n_sum then
@@ -116,7 +122,7 @@ for i = first_event_arg, #ARGV, 6 do
       for b = 1, n_boards do
         local new = new_scores[b]
         if new then
-          redis.call('ZADD', KEYS[1 + b], fmt(new), player)
+          redis.call('ZADD', KEYS[2 + b], fmt(new), player)
           distinct_update(b, old_points[b], math.floor(new / span))
         end
       end
@@ -129,8 +135,8 @@ if applied > 0 then
   for b = 1, n_boards do
     local ttl = tonumber(ARGV[6 + b])
     if ttl > 0 then
-      redis.call('EXPIRE', KEYS[1 + b], ttl)
-      if dense then redis.call('EXPIRE', KEYS[1 + n_boards + b], ttl) end
+      redis.call('EXPIRE', KEYS[2 + b], ttl)
+      if dense then redis.call('EXPIRE', KEYS[2 + n_boards + b], ttl) end
     end
   end
   for key, _ in pairs(touched_dedup) do
