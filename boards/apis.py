@@ -310,3 +310,18 @@ class FriendshipApi(APIView):
         key = signed_key(request, game)
         friendship_remove(game=key.game, player_id=player_id, friend_id=friend_id)
         return Response(status=204)
+
+
+class BoardDistributionApi(APIView):
+    @extend_schema(
+        operation_id="board_distribution",
+        parameters=BOARD_PARAMS,
+        responses={200: serializers.DistributionSerializer, **ERRORS},
+        description=(
+            "The score histogram used for percentiles and the page's chart: equi-depth buckets (up to 20), "
+            "bounds inclusive, ascending and disjoint; recomputed at least once a minute."
+        ),
+    )
+    def get(self, request: Request, game: str, board: str) -> Response:
+        view = resolve(request, game, board)
+        return Response(selectors.board_distribution(view=view))

@@ -359,3 +359,68 @@ def board_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None
     score = board.scores[player_id]
     [rank] = _board_ranks(view, [(player_id, score)])
     return view.codec.points(score), rank
+
+
+DISTRIBUTION_BUCKETS = 20
+_distribution_cache: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+
+
+def board_distribution(*, view: BoardView, max_age_s: float = 30.0) -> dict[str, Any]:
+    """An equi-depth histogram of the board's scores (up to 20 buckets, bounds inclusive, ascending,
+    disjoint: players with equal scores always share a bucket). Recomputed at most every 30 s per
+    web process, so at least once a minute."""
+    generation = (
+        "frozen" if view.frozen else str(redis_boards.client().get(redis_boards.generation_key(view.game.slug)) or "0")
+    )
+    cache_key = (view.ref.key, generation)
+    hit = _distribution_cache.get(cache_key)
+    if hit is not None and hit[0] > time.monotonic():
+        return hit[1]
+    result = _distribution_frozen(view) if view.frozen else _distribution_live(view)
+    _distribution_cache[cache_key] = (time.monotonic() + max_age_s, result)
+    return result
+
+
+def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
+    lows = sorted(set(lows))
+    return [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else top) for i, low in enumerate(lows)]
+
+
+def _distribution_live(view: BoardView) -> dict[str, Any]:
+    client = redis_boards.client()
+    key, codec = view.ref.key, view.codec
+    total = int(client.zcard(key))
+    if total == 0:
+        return {"buckets": [], "total": 0}
+    count = min(DISTRIBUTION_BUCKETS, total)
+    pipe = client.pipeline(transaction=False)
+    for i in range(count):
+        position = i * total // count
+        pipe.zrange(key, position, position, withscores=True)
+    pipe.zrange(key, -1, -1, withscores=True)
+    replies = pipe.execute()
+    lows = [codec.points(reply[0][1]) for reply in replies[:-1]]
+    top = codec.points(replies[-1][0][1])
+    bounds = _bucket_bounds(lows, top)
+    pipe = client.pipeline(transaction=False)
+    for low, high in bounds:
+        pipe.zcount(key, codec.min_score_for_points(low), codec.min_score_for_points(high + 1) - 1)
+    counts = pipe.execute()
+    buckets = [
+        {"min_score": low, "max_score": high, "players": int(n)} for (low, high), n in zip(bounds, counts, strict=True)
+    ]
+    return {"buckets": buckets, "total": total}
+
+
+def _distribution_frozen(view: BoardView) -> dict[str, Any]:
+    scores = sorted(view.standings().values_list("score", flat=True))
+    total = len(scores)
+    if total == 0:
+        return {"buckets": [], "total": 0}
+    count = min(DISTRIBUTION_BUCKETS, total)
+    bounds = _bucket_bounds([scores[i * total // count] for i in range(count)], scores[-1])
+    buckets = [
+        {"min_score": low, "max_score": high, "players": sum(1 for s in scores if low <= s <= high)}
+        for low, high in bounds
+    ]
+    return {"buckets": buckets, "total": total}

@@ -80,3 +80,14 @@ class OwnRankSerializer(serializers.Serializer):
     score = serializers.IntegerField()
     rank = serializers.IntegerField()
     hidden = serializers.BooleanField()
+
+
+class BucketSerializer(serializers.Serializer):
+    min_score = serializers.IntegerField()
+    max_score = serializers.IntegerField()
+    players = serializers.IntegerField()
+
+
+class DistributionSerializer(serializers.Serializer):
+    buckets = BucketSerializer(many=True)
+    total = serializers.IntegerField()

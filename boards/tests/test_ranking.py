@@ -203,3 +203,26 @@ def test_game_and_seasons_endpoints(client):
     [row] = seasons["seasons"]
     assert row["status"] == "active" and row["grace_s"] == 3600 and row["starts_at"].endswith("Z")
     assert client.get("/api/v1/games/nope").status_code == 404
+
+
+def test_distribution_buckets_are_equi_depth_disjoint_and_keep_ties_together(client):
+    game = make_game()
+    key = make_key(game)
+    now = timezone.now()
+    scores = [5] * 30 + list(range(100, 170))  # 100 players, 30 of them tied at 5
+    for i, points in enumerate(scores):
+        submit_direct(game, key, match_body([{"player_id": f"p{i:03d}", "points": points}]), now=now)
+    drain()
+    body = client.get("/api/v1/games/arena/boards/all/distribution").json()
+    assert body["total"] == 100
+    buckets = body["buckets"]
+    assert sum(b["players"] for b in buckets) == 100
+    assert buckets[0] == {"min_score": 5, "max_score": 99, "players": 30}  # the tie is one bucket
+    for a, b in zip(buckets, buckets[1:], strict=False):
+        assert a["min_score"] <= a["max_score"] < b["min_score"] <= b["max_score"]
+    assert buckets[-1]["max_score"] == 169
+    assert all(b["players"] <= 6 for b in buckets[1:])  # about 5 each: equi-depth
+    assert client.get("/api/v1/games/arena/boards/daily/distribution?period=2020-01-01").json() == {
+        "buckets": [],
+        "total": 0,
+    }
