@@ -1,5 +1,6 @@
 """Ranks by each tie rule, around-me windows, and the periods results land in."""
 
+import itertools
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -218,7 +219,7 @@ def test_distribution_buckets_are_equi_depth_disjoint_and_keep_ties_together(cli
     buckets = body["buckets"]
     assert sum(b["players"] for b in buckets) == 100
     assert buckets[0] == {"min_score": 5, "max_score": 99, "players": 30}  # the tie is one bucket
-    for a, b in zip(buckets, buckets[1:], strict=False):
+    for a, b in itertools.pairwise(buckets):
         assert a["min_score"] <= a["max_score"] < b["min_score"] <= b["max_score"]
     assert buckets[-1]["max_score"] == 169
     assert all(b["players"] <= 6 for b in buckets[1:])  # about 5 each: equi-depth
