@@ -21,9 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("--season-days", type=float, default=DEFAULT_SEASON_DAYS)
 
     def handle(self, *args, **options):
-        start = timezone.now()
+        # "Now", to the minute: a result a match server timed a few seconds before the game was
+        # created still falls in the first season.
+        start = timezone.now().replace(second=0, microsecond=0)
         if options["season_start"]:
             parsed = parse_time(options["season_start"])
+            if parsed is None and len(options["season_start"]) == 10:  # a date: its midnight UTC
+                parsed = parse_time(options["season_start"] + "T00:00:00Z")
             if parsed is None:
                 raise CommandError("--season-start must be ISO 8601 with a zone, e.g. 2026-10-01T00:00:00Z")
             start = parsed
