@@ -64,3 +64,23 @@ class Ban(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id} banned"
+
+
+class AuditEntry(models.Model):
+    """Every moderator and key action: who, when, what, why. Never edited, never deleted."""
+
+    actor = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
+    actor_label = models.CharField(max_length=150, help_text="The user, or the command that acted.")
+    action = models.CharField(max_length=40)
+    game = models.ForeignKey("seasons.Game", null=True, blank=True, on_delete=models.SET_NULL)
+    target = models.CharField(max_length=200, help_text="An event id, a key id or a player id.")
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "audit log"
+        indexes = [models.Index(fields=["target"], name="audit_target")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_label} {self.action} {self.target}"

@@ -6,12 +6,13 @@ from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
+from django.utils import timezone
 
 from scoring.corrections import CorrectionPaused, player_correct
 from scoring.models import EventStatus, ScoreEvent, SeasonTotal
 from seasons.models import Game
 
-from .models import Ban
+from .models import AuditEntry, Ban
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,28 @@ class BanResult:
     boards_changed: int
 
 
-def player_ban(*, game: Game, player_id: str, reason: str = "", revoke_since: datetime | None = None) -> BanResult:
+def audit(
+    *, action: str, target: str, actor=None, actor_label: str = "", game: Game | None = None, reason: str = ""
+) -> None:
+    AuditEntry.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_label=actor_label or (getattr(actor, "get_username", lambda: "")() or "system"),
+        action=action,
+        game=game,
+        target=target,
+        reason=reason,
+    )
+
+
+def player_ban(
+    *,
+    game: Game,
+    player_id: str,
+    reason: str = "",
+    revoke_since: datetime | None = None,
+    actor=None,
+    actor_label: str = "",
+) -> BanResult:
     """Ban a player: their new results are rejected. With `revoke_since`, their accepted and pending
     results played since then are revoked (kept in the ledger, status `revoked`), their season
     totals reduced, and every board they were on corrected from what remains."""
@@ -31,6 +53,7 @@ def player_ban(*, game: Game, player_id: str, reason: str = "", revoke_since: da
                 Ban.objects.create(game=game, player_id=player_id, reason=reason)
         except IntegrityError:
             pass  # already banned: banning is idempotent
+        audit(action="ban", target=player_id, actor=actor, actor_label=actor_label, game=game, reason=reason)
         revoked = 0
         if revoke_since is not None:
             targets = ScoreEvent.objects.filter(
@@ -60,3 +83,76 @@ def _correct(game: Game, player_id: str, attempts: int = 50) -> int:
         except CorrectionPaused:
             time.sleep(0.2)  # a rebuild is swapping keys in; it takes a moment
     raise CorrectionPaused(game.slug)
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    changed: int
+    skipped: int
+
+
+def results_approve(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+    """Approve pending results: they become `accepted` now (their reach time is the approval) and
+    go down the normal apply path. Results no longer pending are skipped (e.g. revoked meanwhile).
+    Locks the events (a concurrent revoke waits, then finds them accepted and revokes them)."""
+    from scoring.services import enqueue_apply
+
+    now = timezone.now()
+    with transaction.atomic():
+        events = list(
+            ScoreEvent.objects.select_for_update()
+            .filter(id__in=event_ids, status=EventStatus.PENDING_REVIEW)
+            .select_related("game")
+            .order_by("id")
+        )
+        for event in events:
+            SeasonTotal.objects.get_or_create(season_id=event.season_id, player_id=event.player_id)
+            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
+                points=F("points") + event.points
+            )
+            audit(
+                action="approve",
+                target=str(event.id),
+                actor=actor,
+                actor_label=actor_label,
+                game=event.game,
+                reason=reason,
+            )
+        ids = [e.id for e in events]
+        ScoreEvent.objects.filter(id__in=ids).update(
+            status=EventStatus.ACCEPTED, reason="", accepted_at=now, applied_at=None, enqueued_at=None
+        )
+        if ids:
+            transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
+    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+
+
+def results_revoke(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+    """Revoke results (accepted or pending): marked `revoked` in the ledger, never deleted; each
+    affected player's boards are then re-derived from what remains and written as absolute values.
+    Locks the events; the correction locks each player."""
+    with transaction.atomic():
+        events = list(
+            ScoreEvent.objects.select_for_update()
+            .filter(id__in=event_ids, status__in=[EventStatus.ACCEPTED, EventStatus.PENDING_REVIEW])
+            .select_related("game")
+            .order_by("id")
+        )
+        for event in events:
+            if event.status == EventStatus.ACCEPTED:
+                SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
+                    points=F("points") - event.points
+                )
+            audit(
+                action="revoke",
+                target=str(event.id),
+                actor=actor,
+                actor_label=actor_label,
+                game=event.game,
+                reason=reason,
+            )
+        ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(status=EventStatus.REVOKED, reason="revoked")
+    for game_id, player_id in sorted({(e.game_id, e.player_id) for e in events}):
+        game = next(e.game for e in events if e.game_id == game_id)
+        _correct(game, player_id)
+    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))

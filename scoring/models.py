@@ -80,3 +80,11 @@ class SeasonTotal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id}: {self.points}"
+
+
+class ReviewItem(ScoreEvent):
+    """The moderators' review queue: the ledger's events seen through the admin's review page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "review item"

@@ -25,5 +25,11 @@ class Command(BaseCommand):
             since = parse_time(options["revoke_since"])
             if since is None:
                 raise CommandError("--revoke-since must be ISO 8601 with a zone, e.g. 2026-10-13T00:00:00Z")
-        result = player_ban(game=game, player_id=options["player_id"], reason=options["reason"], revoke_since=since)
+        result = player_ban(
+            game=game,
+            player_id=options["player_id"],
+            reason=options["reason"],
+            revoke_since=since,
+            actor_label="manage.py ban_player",
+        )
         self.stdout.write(json.dumps({"player_id": result.player_id, "banned": True, "revoked": result.revoked}))

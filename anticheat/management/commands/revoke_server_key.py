@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from anticheat.models import ServerKey
+from anticheat.moderation import audit
 from anticheat.services import server_key_revoke
 
 
@@ -17,4 +18,5 @@ class Command(BaseCommand):
             key = server_key_revoke(key_id=options["key_id"])
         except ServerKey.DoesNotExist as exc:
             raise CommandError(f"unknown key {options['key_id']!r}") from exc
+        audit(action="revoke_key", target=key.key_id, actor_label="manage.py revoke_server_key", game=key.game)
         self.stdout.write(json.dumps({"key_id": key.key_id, "revoked": True}))
