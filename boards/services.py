@@ -198,3 +198,28 @@ def friends_of(*, game: Game, player_id: str) -> list[str]:
     pairs = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
     friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
     return sorted(friends)
+
+
+def player_region_move(*, season: Season, player_id: str, region: str) -> str | None:
+    """Move a player to another region for a season (a moderator's decision): the season region
+    and the region of every result of theirs in that season change in one transaction, then their
+    old and new region boards are corrected in one atomic step. Returns the old region."""
+    from scoring.corrections import player_correct
+    from scoring.models import ScoreEvent
+
+    with transaction.atomic():
+        row = SeasonRegion.objects.select_for_update().filter(season=season, player_id=player_id).first()
+        old = row.region if row else None
+        if row is None:
+            SeasonRegion.objects.create(season=season, player_id=player_id, region=region)
+        else:
+            row.region = region
+            row.save(update_fields=["region"])
+        previous: set[str] = {
+            r
+            for r in ScoreEvent.objects.filter(season=season, player_id=player_id).values_list("region", flat=True)
+            if r
+        }
+        ScoreEvent.objects.filter(season=season, player_id=player_id).update(region=region)
+    player_correct(game=season.game, player_id=player_id, extra_regions=previous - {region})
+    return old

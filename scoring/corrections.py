@@ -7,6 +7,7 @@ a queued apply of one of them cannot count it again. The player's row is locked 
 (one correction per player at a time, however many moderators).
 """
 
+from collections.abc import Iterable
 from datetime import date
 
 from django.conf import settings
@@ -29,9 +30,10 @@ class CorrectionPaused(RuntimeError):
     """The game is being rebuilt; try again in a moment."""
 
 
-def player_correct(*, game: Game, player_id: str) -> int:
-    """Re-derive `player_id`'s entries on every board they have (or had) events on. Returns the
-    number of boards changed. Locks the player row."""
+def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] = ()) -> int:
+    """Re-derive `player_id`'s entries on every board they have (or had) events on, and on the
+    boards of `extra_regions` (a region they were moved out of). Returns the number of boards
+    changed. Locks the player row. Per season, one Lua call: the move between regions is atomic."""
     with transaction.atomic():
         Player.objects.select_for_update().filter(game=game, player_id=player_id).first()
         events = list(
@@ -44,8 +46,9 @@ def player_correct(*, game: Game, player_id: str) -> int:
         included = [e[6] for e in events if e[4] == EventStatus.ACCEPTED and e[5] is None]
         keys: dict[int, set[str]] = {}
         for season_id, day, week, region, *_ in events:
-            sums, bests = boards_for(game=game.slug, season_id=season_id, day=_as_date(day), week=week, region=region)
-            keys.setdefault(season_id, set()).update(b.key for b in sums + bests)
+            for reg in {region, *extra_regions}:
+                sums, bests = boards_for(game=game.slug, season_id=season_id, day=_as_date(day), week=week, region=reg)
+                keys.setdefault(season_id, set()).update(b.key for b in sums + bests)
         for board in expected.values():
             keys.setdefault(board.ref.season_id, set()).add(board.ref.key)
         changed = 0

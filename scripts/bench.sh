@@ -10,6 +10,9 @@ ROOT="$PWD"
 export PATH="$ROOT/.venv/bin:$PATH"
 export DJANGO_SETTINGS_MODULE=leaderboard_site.settings.base
 export LOG_LEVEL="${LOG_LEVEL:-WARNING}"
+# One load generator sends for 50,000 players from one key: the anti-cheat buckets (default 5
+# results per player, 50 requests/s per key) would quarantine or refuse most of it. 0 = off.
+export PLAYER_BUCKET_BURST="${PLAYER_BUCKET_BURST:-0}" KEY_RATE_PER_S="${KEY_RATE_PER_S:-0}"
 PORT="${BENCH_PORT:-8765}"
 URL="http://127.0.0.1:${PORT}"
 LOGS="$ROOT/var/bench"
