@@ -55,13 +55,14 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 
 def resolve(request: Request, game: str, board: str) -> selectors.BoardView:
-    game_obj, seasons = game_catalog(slug=game)
-    if game_obj is None:
+    catalog = game_catalog(slug=game)
+    if catalog.game is None:
         raise ApiError(404, "not_found", f"No game {game!r}.")
     try:
         return selectors.board_resolve(
-            game=game_obj,
-            seasons=seasons,
+            game=catalog.game,
+            seasons=catalog.seasons,
+            pointer_id=catalog.pointer_id,
             board=board,
             region=request.query_params.get("region"),
             season=request.query_params.get("season"),

@@ -33,12 +33,19 @@ class BoardTopConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(message)
 
     def _snapshot(self, game_slug: str, board: str, region: str) -> tuple[str, dict[str, Any]] | None:
-        game, seasons = game_catalog(slug=game_slug)
-        if game is None:
+        catalog = game_catalog(slug=game_slug)
+        if catalog.game is None:
             return None
         try:
             view = selectors.board_resolve(
-                game=game, board=board, region=region, season=None, period=None, now=timezone.now(), seasons=seasons
+                game=catalog.game,
+                board=board,
+                region=region,
+                season=None,
+                period=None,
+                now=timezone.now(),
+                seasons=catalog.seasons,
+                pointer_id=catalog.pointer_id,
             )
         except (selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
             return None

@@ -89,6 +89,7 @@ def board_resolve(
     period: str | None,
     now: datetime,
     seasons: list[Season] | None = None,
+    pointer_id: int | None = -1,
 ) -> BoardView:
     """Which season, period and region a reader means. The season is resolved once per request,
     so one answer never mixes two seasons."""
@@ -106,7 +107,7 @@ def board_resolve(
         if chosen is None:
             raise UnknownSeason(season)
     else:
-        chosen = season_current(game=game, now=now, seasons=seasons)
+        chosen = season_current(game=game, now=now, seasons=seasons, pointer_id=pointer_id)
         if chosen is None:
             raise UnknownSeason("current")
     label: str | None = None

@@ -9,8 +9,8 @@ from django.utils import timezone
 from scoring.encoding import time_bits_for_window
 
 from .exports import standings_csv, standings_json
-from .models import FrozenStanding, Game, Season
-from .services import season_end
+from .models import FrozenStanding, Game, Season, SeasonPointer, SeasonPointerChange
+from .services import pointer_rollback, pointer_set, season_end
 
 
 class SeasonForm(forms.ModelForm):
@@ -134,6 +134,52 @@ class FrozenStandingAdmin(admin.ModelAdmin):
     list_filter = ("board", "region")
     search_fields = ("player_id",)
     show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SeasonPointer)
+class SeasonPointerAdmin(admin.ModelAdmin):
+    """Which season readers get by default. Change it here, or roll back the last change."""
+
+    list_display = ("game", "season", "version", "updated_at")
+    readonly_fields = ("game", "version", "updated_at")
+    fields = ("game", "season", "version", "updated_at")
+    actions = ["roll_back"]
+
+    def has_add_permission(self, request):
+        return False  # created with the game
+
+    def save_model(self, request, obj, form, change):
+        pointer_set(game=obj.game, season=obj.season, actor=request.user.get_username(), reason="admin")
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "season" and request.resolver_match and request.resolver_match.kwargs.get("object_id"):
+            pointer = SeasonPointer.objects.filter(pk=request.resolver_match.kwargs["object_id"]).first()
+            if pointer is not None:
+                kwargs["queryset"] = Season.objects.filter(game=pointer.game)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.action(description="Roll back the selected pointers to their previous season")
+    def roll_back(self, request, queryset):
+        for pointer in queryset:
+            try:
+                pointer_rollback(game=pointer.game, actor=request.user.get_username())
+            except ValueError as exc:
+                self.message_user(request, f"{pointer.game}: {exc}", messages.WARNING)
+
+
+@admin.register(SeasonPointerChange)
+class SeasonPointerChangeAdmin(admin.ModelAdmin):
+    list_display = ("game", "version", "from_season", "to_season", "actor", "reason", "created_at")
+    list_filter = ("game",)
 
     def has_add_permission(self, request):
         return False

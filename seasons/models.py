@@ -121,3 +121,38 @@ class FrozenStanding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.season_id}/{self.board}/{self.region}/{self.period} #{self.rank} {self.player_id}"
+
+
+class SeasonPointer(models.Model):
+    """The season readers get by default: one versioned value per game.
+
+    Every read resolves it once (so an answer never mixes two seasons) and names the season it
+    used. Rotation moves it; an operator can roll it back in the admin. Submissions do not use it:
+    a result counts for the season its `played_at` falls in.
+    """
+
+    game = models.OneToOneField(Game, on_delete=models.CASCADE, related_name="pointer")
+    season = models.ForeignKey(Season, on_delete=models.PROTECT, related_name="+")
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.game_id} -> season {self.season_id} (v{self.version})"
+
+
+class SeasonPointerChange(models.Model):
+    """The pointer's history: each switch or rollback, by whom and why."""
+
+    game = models.ForeignKey(Game, on_delete=models.CASCADE, related_name="pointer_changes")
+    from_season = models.ForeignKey(Season, null=True, on_delete=models.PROTECT, related_name="+")
+    to_season = models.ForeignKey(Season, on_delete=models.PROTECT, related_name="+")
+    version = models.PositiveIntegerField()
+    actor = models.CharField(max_length=150)
+    reason = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-version"]
+
+    def __str__(self) -> str:
+        return f"v{self.version}: {self.from_season_id} -> {self.to_season_id}"

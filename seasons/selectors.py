@@ -1,32 +1,43 @@
 """Reads for games and seasons: which season a result or a reader means."""
 
 import time
+from dataclasses import dataclass
 from datetime import datetime
 
-from .models import Game, Season
+from .models import Game, Season, SeasonPointer
 
 
 def game_get(*, slug: str) -> Game | None:
     return Game.objects.filter(slug=slug).first()
 
 
-_catalog: dict[str, tuple[float, Game | None, list[Season]]] = {}
+@dataclass(frozen=True)
+class Catalog:
+    game: Game | None
+    seasons: list[Season]
+    pointer_id: int | None
 
 
-def game_catalog(*, slug: str, max_age_s: float = 2.0) -> tuple[Game | None, list[Season]]:
-    """A game and its seasons for the read path, cached in-process for `max_age_s`.
+_catalog: dict[str, tuple[float, Catalog]] = {}
 
-    Reads ask for these on every request; two queries would cost more than the Redis read they
+
+def game_catalog(*, slug: str, max_age_s: float = 2.0) -> Catalog:
+    """A game, its seasons and its season pointer for the read path, cached in-process for
+    `max_age_s` (a pointer switch reaches every reader within that).
+
+    Reads ask for these on every request; three queries would cost more than the Redis read they
     serve. Writes never use this: a season frozen a moment ago must refuse results at once.
     """
     now = time.monotonic()
     hit = _catalog.get(slug)
     if hit is not None and hit[0] > now:
-        return hit[1], hit[2]
+        return hit[1]
     game = game_get(slug=slug)
     seasons = seasons_of(game=game) if game is not None else []
-    _catalog[slug] = (now + max_age_s, game, seasons)
-    return game, seasons
+    pointer = SeasonPointer.objects.filter(game=game).values_list("season_id", flat=True).first() if game else None
+    catalog = Catalog(game=game, seasons=seasons, pointer_id=pointer)
+    _catalog[slug] = (now + max_age_s, catalog)
+    return catalog
 
 
 def catalog_clear() -> None:
@@ -45,9 +56,24 @@ def season_containing(*, seasons: list[Season], played_at: datetime) -> Season |
     return None
 
 
-def season_current(*, game: Game, now: datetime, seasons: list[Season] | None = None) -> Season | None:
-    """The season whose window holds `now`; else the latest one that has started; else the next."""
+_UNSET = -1
+
+
+def season_current(
+    *, game: Game, now: datetime, seasons: list[Season] | None = None, pointer_id: int | None = _UNSET
+) -> Season | None:
+    """The game's season pointer (see SeasonPointer); without one, the season whose window holds
+    `now`, else the latest one that has started, else the next."""
     seasons = seasons if seasons is not None else seasons_of(game=game)
+    pointer = (
+        SeasonPointer.objects.filter(game=game).values_list("season_id", flat=True).first()
+        if pointer_id == _UNSET
+        else pointer_id
+    )
+    if pointer is not None:
+        found = next((s for s in seasons if s.id == pointer), None)
+        if found is not None:
+            return found
     containing = season_containing(seasons=seasons, played_at=now)
     if containing is not None:
         return containing

@@ -7,7 +7,7 @@ from django.db import transaction
 
 from scoring.encoding import time_bits_for_window
 
-from .models import Game, Season, TieRule
+from .models import Game, Season, SeasonPointer, SeasonPointerChange, TieRule
 
 DEFAULT_SEASON_DAYS = 90
 DEFAULT_GRACE_S = 3600
@@ -52,6 +52,7 @@ def game_create(
     game.full_clean()
     game.save()
     season = season_create(game=game, starts_at=season_start, days=season_days)
+    pointer_set(game=game, season=season, actor="create_game")
     return game, season
 
 
@@ -96,6 +97,8 @@ def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_n
                 next_season = season_create(
                     game=game, starts_at=season.ends_at, days=length.total_seconds() / 86400, grace_s=DEFAULT_GRACE_S
                 )
+    if next_season is not None and next_season.starts_at <= now:
+        pointer_set(game=game, season=next_season, actor="end_season")
     if season.grace_s == 0:
         season_freeze(season_id=season.id, now=now)
         season.refresh_from_db()
@@ -111,3 +114,48 @@ def seasons_schedule_next(*, now: datetime) -> list[Season]:
             continue
         created.append(season_create(game=game, starts_at=latest.ends_at, days=game.season_schedule_days))
     return created
+
+
+def pointers_advance(*, now: datetime) -> int:
+    """Move each game's pointer to the season that holds `now`, when it points at an earlier one
+    that has ended (rotation). A pointer an operator rolled back to a still-open season stays."""
+    moved = 0
+    for pointer in SeasonPointer.objects.select_related("season", "game"):
+        if pointer.season.ends_at > now:
+            continue
+        current = (
+            Season.objects.filter(game=pointer.game, starts_at__lte=now, ends_at__gt=now).order_by("-starts_at").first()
+        )
+        if current is not None and current.starts_at >= pointer.season.ends_at:
+            pointer_set(game=pointer.game, season=current, actor="rotation")
+            moved += 1
+    return moved
+
+
+def pointer_set(*, game: Game, season: Season, actor: str, reason: str = "") -> SeasonPointer:
+    """Point readers at `season` (a new version, recorded). Locks the pointer row."""
+    if season.game_id != game.id:
+        raise ValueError("that season belongs to another game")
+    with transaction.atomic():
+        pointer = SeasonPointer.objects.select_for_update().filter(game=game).first()
+        previous = pointer.season if pointer else None
+        if pointer is None:
+            pointer = SeasonPointer.objects.create(game=game, season=season, version=1)
+        elif pointer.season_id != season.id:
+            pointer.season = season
+            pointer.version += 1
+            pointer.save(update_fields=["season", "version", "updated_at"])
+        else:
+            return pointer
+        SeasonPointerChange.objects.create(
+            game=game, from_season=previous, to_season=season, version=pointer.version, actor=actor, reason=reason
+        )
+    return pointer
+
+
+def pointer_rollback(*, game: Game, actor: str, reason: str = "") -> SeasonPointer:
+    """Point readers back at the season the pointer held before its last change."""
+    last = SeasonPointerChange.objects.filter(game=game).order_by("-version").first()
+    if last is None or last.from_season is None:
+        raise ValueError("nothing to roll back to")
+    return pointer_set(game=game, season=last.from_season, actor=actor, reason=reason or f"rollback of v{last.version}")
