@@ -69,7 +69,9 @@ def request_verify(
         )
     if not timestamp.isdigit() or len(timestamp) > 12:
         raise ApiError(401, "authentication_failed", f"{HEADER_TIMESTAMP} must be Unix time in whole seconds.")
-    if abs(int(timestamp) - now.timestamp()) > settings.SIGNATURE_MAX_SKEW_S:
+    # Whole seconds on both sides: the header has whole seconds, so the server's clock is read the
+    # same way (a request signed 300 s ago, to the second, is still in the window).
+    if abs(int(timestamp) - int(now.timestamp())) > settings.SIGNATURE_MAX_SKEW_S:
         raise ApiError(
             401,
             "authentication_failed",
