@@ -11,6 +11,9 @@ class ServerKey(models.Model):
     label = models.CharField(max_length=100, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set by a rotation: the old key works until then, alongside the new one."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -37,6 +40,14 @@ class GameRules(models.Model):
     )
     key_burst = models.PositiveIntegerField(
         null=True, blank=True, help_text="Requests a key may send at once (default 100)."
+    )
+    max_points_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Soft rule: more points per minute of duration_s goes to review (default 0: off).",
+    )
+    min_duration_s = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Hard rule: a shorter match is rejected as implausible (default 0: off)."
     )
 
     class Meta:

@@ -7,7 +7,7 @@ import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import redis
 from django.conf import settings
@@ -40,6 +40,15 @@ def server_key_create(*, game: Game, label: str = "") -> ServerKey:
         game=game,
         label=label,
     )
+
+
+def server_key_rotate(*, key_id: str, overlap_s: int, now: datetime) -> ServerKey:
+    """A new key for the same game; the old one keeps working for `overlap_s`, then retires."""
+    old = ServerKey.objects.select_related("game").get(key_id=key_id, revoked_at__isnull=True)
+    new = server_key_create(game=old.game, label=f"rotated from {old.key_id}")
+    old.expires_at = now + timedelta(seconds=overlap_s)
+    old.save(update_fields=["expires_at"])
+    return new
 
 
 def server_key_revoke(*, key_id: str) -> ServerKey:
@@ -78,8 +87,8 @@ def request_verify(
             f"{HEADER_TIMESTAMP} is more than {settings.SIGNATURE_MAX_SKEW_S} s from the server's clock.",
         )
     key = ServerKey.objects.select_related("game").filter(key_id=key_id).first()
-    if key is None or key.revoked_at is not None:
-        raise ApiError(401, "authentication_failed", "Unknown or revoked key.")
+    if key is None or key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
+        raise ApiError(401, "authentication_failed", "Unknown, revoked or retired key.")
     expected = signature_compute(secret=key.secret, timestamp=timestamp, method=method, path=path, body=body)
     if not hmac.compare_digest(expected.encode(), signature.encode()):
         raise ApiError(401, "authentication_failed", "The signature does not match the request.")
@@ -97,6 +106,8 @@ class Verdict:
 ACCEPTED = Verdict("accepted")
 RATE = Verdict("pending_review", "rate")
 BANNED = Verdict("rejected", "banned")
+IMPLAUSIBLE = Verdict("rejected", "implausible")
+POINTS_PER_MINUTE = Verdict("pending_review", "points_per_minute")
 
 _BUCKET = redis_boards.lua_path(__file__, "token_bucket.lua")
 
@@ -107,6 +118,8 @@ class Rules:
     player_refill_s: int
     key_rate_per_s: int
     key_burst: int
+    max_points_per_minute: int = 0
+    min_duration_s: int = 0
 
 
 def rules_for(*, game: Game) -> Rules:
@@ -122,6 +135,8 @@ def rules_for(*, game: Game) -> Rules:
         player_refill_s=pick("player_refill_s", settings.PLAYER_BUCKET_REFILL_S),
         key_rate_per_s=pick("key_rate_per_s", settings.KEY_RATE_PER_S),
         key_burst=pick("key_burst", settings.KEY_RATE_BURST),
+        max_points_per_minute=pick("max_points_per_minute", settings.MAX_POINTS_PER_MINUTE),
+        min_duration_s=pick("min_duration_s", settings.MIN_MATCH_DURATION_S),
     )
 
 
@@ -159,11 +174,32 @@ def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int |
     return None if granted else max(1, math.ceil(wait_ms / 1000))
 
 
+def reader_throttle(*, address: str, now: datetime) -> int | None:
+    """Public reads: one token of the client address's bucket; None if allowed, else Retry-After.
+    Generous by default (READ_RATE_PER_S); 0 switches it off. Fails open when Redis is down."""
+    rate = int(settings.READ_RATE_PER_S)
+    if rate == 0 or not address:
+        return None
+    try:
+        [(granted, wait_ms)] = _spend(
+            [redis_boards.reader_bucket_key(address)],
+            [1],
+            capacity=max(int(settings.READ_RATE_BURST), 1),
+            ms_per_token=1000 / rate,
+            now=now,
+        )
+    except redis.RedisError:
+        return None
+    return None if granted else max(1, math.ceil(wait_ms / 1000))
+
+
 def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int]], now: datetime) -> list[Verdict]:
     """The one seam where every submitted result gets its status. `results` is (player_id, points,
     duration_s) for a whole batch, in order.
 
-    Banned players' results are `rejected` (`banned`). Per-player token buckets: a burst beyond
+    Banned players' results are `rejected` (`banned`); plausibility rules (GameRules): a match
+    shorter than `min_duration_s` is `rejected` (`implausible`), more than `max_points_per_minute`
+    goes to review (`points_per_minute`). Then per-player token buckets: a burst beyond
     the bucket is quarantined (`pending_review`, reason `rate`), not refused. One Lua call for the
     batch; the buckets fail open when Redis is down.
     """
@@ -175,14 +211,18 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
             game=game, lifted_at__isnull=True, player_id__in={player_id for player_id, _, _ in results}
         ).values_list("player_id", flat=True)
     )
-    for i, (player_id, _, _) in enumerate(results):
+    for i, (player_id, points, duration_s) in enumerate(results):
         if player_id in banned:
             verdicts[i] = BANNED
+        elif rules.min_duration_s and duration_s < rules.min_duration_s:
+            verdicts[i] = IMPLAUSIBLE
+        elif rules.max_points_per_minute and points * 60 > rules.max_points_per_minute * max(duration_s, 1):
+            verdicts[i] = POINTS_PER_MINUTE
     if rules.player_burst == 0 or rules.player_refill_s == 0:
         return verdicts
     wanted: dict[str, int] = {}
-    for player_id, _, _ in results:
-        if player_id not in banned:
+    for i, (player_id, _, _) in enumerate(results):
+        if verdicts[i] is ACCEPTED:
             wanted[player_id] = wanted.get(player_id, 0) + 1
     if not wanted:
         return verdicts
@@ -200,8 +240,8 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
         return verdicts
     left = {p: g for p, (g, _) in zip(players, granted, strict=True)}
     for i, (player_id, _, _) in enumerate(results):
-        if player_id in banned:
-            continue
+        if verdicts[i] is not ACCEPTED:
+            continue  # judged already: rules come before buckets, and spend no tokens
         if left[player_id] > 0:
             left[player_id] -= 1
         else:

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from anticheat.services import reader_throttle
 from anticheat.signed import SIGNATURE_HEADERS, signed_key
 from leaderboard_site.api_errors import ApiError
 from scoring.apis import verified_json
@@ -54,7 +55,19 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
     return int(raw)
 
 
+def throttle_reads(request: Request) -> None:
+    retry_after = reader_throttle(address=request.META.get("REMOTE_ADDR", ""), now=timezone.now())
+    if retry_after is not None:
+        raise ApiError(
+            429,
+            "throttled",
+            f"Too many reads from this address; retry in {retry_after} s.",
+            headers={"Retry-After": str(retry_after)},
+        )
+
+
 def resolve(request: Request, game: str, board: str) -> selectors.BoardView:
+    throttle_reads(request)
     catalog = game_catalog(slug=game)
     if catalog.game is None:
         raise ApiError(404, "not_found", f"No game {game!r}.")
@@ -159,6 +172,7 @@ def season_row(season, now: datetime) -> dict[str, Any]:
 class GameDetailApi(APIView):
     @extend_schema(operation_id="game_detail", responses={200: serializers.GameSerializer, 404: ErrorSerializer})
     def get(self, request: Request, game: str) -> Response:
+        throttle_reads(request)
         game_obj = game_or_404(game)
         current = season_current(game=game_obj, now=timezone.now())
         regions = ["global"]
@@ -179,6 +193,7 @@ class GameDetailApi(APIView):
 class GameSeasonsApi(APIView):
     @extend_schema(operation_id="game_seasons", responses={200: serializers.SeasonsSerializer, 404: ErrorSerializer})
     def get(self, request: Request, game: str) -> Response:
+        throttle_reads(request)
         game_obj = game_or_404(game)
         now = timezone.now()
         seasons = seasons_of(game=game_obj)

@@ -139,6 +139,10 @@ def player_bucket_key(game: str, player_id: str) -> str:
     return f"{_prefix()}:rl:p:{game}:{player_id}"
 
 
+def reader_bucket_key(address: str) -> str:
+    return f"{_prefix()}:rl:ip:{address}"
+
+
 def server_key_bucket_key(key_id: str) -> str:
     return f"{_prefix()}:rl:k:{key_id}"
 

@@ -13,6 +13,7 @@ export LOG_LEVEL="${LOG_LEVEL:-WARNING}"
 # One load generator sends for 50,000 players from one key: the anti-cheat buckets (default 5
 # results per player, 50 requests/s per key) would quarantine or refuse most of it. 0 = off.
 export PLAYER_BUCKET_BURST="${PLAYER_BUCKET_BURST:-0}" KEY_RATE_PER_S="${KEY_RATE_PER_S:-0}"
+export READ_RATE_PER_S="${READ_RATE_PER_S:-0}"  # the read benchmark comes from one address
 PORT="${BENCH_PORT:-8765}"
 URL="http://127.0.0.1:${PORT}"
 LOGS="$ROOT/var/bench"

@@ -109,3 +109,39 @@ def test_concurrent_senders_get_exactly_the_bucket_and_no_more():
     assert statuses.count(429) == 40 - accepted
     assert 10 <= accepted <= 10 + 5
     assert MatchSubmission.objects.count() == accepted
+
+
+def test_plausibility_rules_reject_hard_and_quarantine_soft_violations():
+    game = make_game()
+    GameRules.objects.filter(game=game).update(min_duration_s=60, max_points_per_minute=100)
+    key = make_key(game)
+    body = match_body([{"player_id": "a", "points": 900}, {"player_id": "b", "points": 800}])
+    body["duration_s"] = 540  # 9 minutes: at most 900 points
+    assert [r["status"] for r in submit_direct(game, key, body, now=timezone.now()).body["results"]] == [
+        "accepted",
+        "accepted",
+    ]
+    body = match_body([{"player_id": "a", "points": 901}])
+    body["duration_s"] = 540
+    assert submit_direct(game, key, body, now=timezone.now()).body["results"][0] == {
+        "player_id": "a",
+        "status": "pending_review",
+        "reason": "points_per_minute",
+    }
+    body = match_body([{"player_id": "a", "points": 1}])
+    body["duration_s"] = 30
+    assert submit_direct(game, key, body, now=timezone.now()).body["results"][0] == {
+        "player_id": "a",
+        "status": "rejected",
+        "reason": "implausible",
+    }
+
+
+def test_reads_past_the_address_bucket_are_429(client, settings):
+    make_game()
+    settings.READ_RATE_PER_S = 1
+    settings.READ_RATE_BURST = 3
+    codes = [client.get("/api/v1/games/arena/boards/all/top").status_code for _ in range(5)]
+    assert codes == [200, 200, 200, 429, 429]
+    throttled = client.get("/api/v1/games/arena/boards/all/top")
+    assert throttled.json()["code"] == "throttled" and int(throttled["Retry-After"]) >= 1
