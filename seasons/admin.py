@@ -1,5 +1,6 @@
 from datetime import timedelta
 
+from cronsim import CronSim
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect, StreamingHttpResponse
@@ -51,8 +52,24 @@ class SeasonInline(admin.TabularInline):
         return False
 
 
+class GameForm(forms.ModelForm):
+    class Meta:
+        model = Game
+        fields = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "season_schedule_cron")
+
+    def clean_season_schedule_cron(self):
+        value = self.cleaned_data.get("season_schedule_cron", "").strip()
+        if value:
+            try:
+                CronSim(value, timezone.now())
+            except Exception as exc:  # cronsim raises CronSimError for any malformed part
+                raise forms.ValidationError(f"Not a cron expression: {exc}") from exc
+        return value
+
+
 @admin.register(Game)
 class GameAdmin(admin.ModelAdmin):
+    form = GameForm
     list_display = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "created_at")
     search_fields = ("slug", "name")
     inlines = [SeasonInline]

@@ -25,6 +25,12 @@ class Game(models.Model):
         validators=[MinValueValidator(1)],
         help_text="Start a new season of this many days when the last one ends (empty: seasons are started by hand).",
     )
+    season_schedule_cron = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Or a cron expression (UTC) of season boundaries; '0 0 * * 1': weekly seasons from Monday 00:00.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

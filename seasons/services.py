@@ -1,9 +1,11 @@
 """Writes for games and seasons."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from cronsim import CronSim
 from django.db import transaction
+from django.db.models import Q
 
 from scoring.encoding import time_bits_for_window
 
@@ -105,14 +107,26 @@ def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_n
     return SeasonEnded(season=season, status=season.status_at(now), next_season=next_season)
 
 
+def schedule_next_end(*, cron: str, start: datetime) -> datetime:
+    """The first boundary of a cron schedule (UTC) strictly after `start`."""
+    return next(CronSim(cron, start.astimezone(UTC)))
+
+
 def seasons_schedule_next(*, now: datetime) -> list[Season]:
-    """For games with a season schedule: start the next season when the last one has ended."""
+    """For games with a season schedule (every N days, or a cron expression of boundaries): start
+    the next season, contiguous with the last one, when the last one has ended."""
     created = []
-    for game in Game.objects.filter(season_schedule_days__isnull=False):
+    games = Game.objects.filter(Q(season_schedule_days__isnull=False) | ~Q(season_schedule_cron=""))
+    for game in games:
         latest = Season.objects.filter(game=game).order_by("-ends_at").first()
-        if latest is None or latest.ends_at > now or game.season_schedule_days is None:
+        if latest is None or latest.ends_at > now:
             continue
-        created.append(season_create(game=game, starts_at=latest.ends_at, days=game.season_schedule_days))
+        if game.season_schedule_cron:
+            end = schedule_next_end(cron=game.season_schedule_cron, start=latest.ends_at)
+            days = (end - latest.ends_at).total_seconds() / 86400
+        else:
+            days = float(game.season_schedule_days or 0)
+        created.append(season_create(game=game, starts_at=latest.ends_at, days=days))
     return created
 
 

@@ -190,3 +190,18 @@ def test_admin_refuses_overlapping_or_inverted_seasons(client, admin_user):
     assert response.status_code == 302
     added = Season.objects.get(name="Next")
     assert added.time_bits == 20 and added.starts_at == season.ends_at
+
+
+def test_a_cron_schedule_makes_weekly_seasons_from_monday_midnight():
+    from datetime import UTC, datetime
+
+    from seasons.services import seasons_schedule_next
+
+    game = make_game(start=datetime(2026, 11, 23, tzinfo=UTC), days=7)  # Monday to Monday
+    game.season_schedule_cron = "0 0 * * 1"
+    game.save()
+    created = seasons_schedule_next(now=datetime(2026, 11, 30, 0, 0, 5, tzinfo=UTC))
+    assert [(s.starts_at, s.ends_at) for s in created] == [
+        (datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 7, tzinfo=UTC))
+    ]
+    assert seasons_schedule_next(now=datetime(2026, 12, 1, tzinfo=UTC)) == []  # the new one is running
