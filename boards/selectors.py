@@ -75,6 +75,10 @@ class BoardView:
     def codec(self) -> ScoreCodec:
         return ScoreCodec(self.season.time_bits)
 
+    def shown(self, stored_points: int) -> int:
+        """The value a reader sees (lower-is-better boards store capacity minus the value)."""
+        return self.codec.shown_points(stored_points, ascending=self.game.ascending)
+
     def keys(self) -> list[str]:
         ref = self.ref
         return [ref.key, ref.distinct_key, redis_boards.names_key(self.game.slug)]
@@ -128,11 +132,16 @@ def board_resolve(
     return BoardView(game=game, season=chosen, board=board, region=region, period=label)
 
 
-def _entries(flat: list[Any]) -> list[dict[str, Any]]:
+def _entries(flat: list[Any], view: "BoardView") -> list[dict[str, Any]]:
     entries = []
     for i in range(0, len(flat), 4):
         entries.append(
-            {"rank": int(flat[i + 2]), "player_id": flat[i], "display_name": flat[i + 3], "score": int(flat[i + 1])}
+            {
+                "rank": int(flat[i + 2]),
+                "player_id": flat[i],
+                "display_name": flat[i + 3],
+                "score": view.shown(int(flat[i + 1])),
+            }
         )
     return entries
 
@@ -217,7 +226,7 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str,
         flat = script(
             keys=view.keys(), args=[n, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
         )
-        entries = _entries(flat[1:])
+        entries = _entries(flat[1:], view)
         _fill_names(view.game, entries)
         return entries
 
@@ -255,7 +264,8 @@ def board_player(*, view: BoardView, player_id: str) -> Standing | None:
         rank, score = row
         standings = view.standings()
         name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
-        return Standing(player_id, name, score, rank, standings.count(), standings.filter(score__lt=score).count())
+        worse = standings.filter(score__gt=score) if view.game.ascending else standings.filter(score__lt=score)
+        return Standing(player_id, name, score, rank, standings.count(), worse.count())
     script = redis_boards.lua_script(_PLAYER)
     reply = script(
         keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
@@ -265,7 +275,7 @@ def board_player(*, view: BoardView, player_id: str) -> Standing | None:
     points, rank, total, lower, name = reply
     if name is None:
         name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
-    return Standing(player_id, name, int(points), int(rank), int(total), int(lower))
+    return Standing(player_id, name, view.shown(int(points)), int(rank), int(total), int(lower))
 
 
 def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, Any]] | None:
@@ -284,7 +294,7 @@ def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, A
     )
     if not flat:
         return None
-    entries = _entries(flat[1:])
+    entries = _entries(flat[1:], view)
     _fill_names(view.game, entries)
     return entries
 
@@ -338,7 +348,7 @@ def board_friends(*, view: BoardView, player_id: str, friends: list[str]) -> lis
         ranks = ranks_for(points, view.game.tie_rule)
         board_ranks = _board_ranks(view, present)
         entries = [
-            {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": None, "score": p}
+            {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": None, "score": view.shown(p)}
             for (m, _), p, rank, board_rank in zip(present, points, ranks, board_ranks, strict=True)
         ]
     _fill_names(view.game, entries)
@@ -359,7 +369,7 @@ def board_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None
         return None
     score = board.scores[player_id]
     [rank] = _board_ranks(view, [(player_id, score)])
-    return view.codec.points(score), rank
+    return view.shown(view.codec.points(score)), rank
 
 
 DISTRIBUTION_BUCKETS = 20
@@ -410,6 +420,11 @@ def _distribution_live(view: BoardView) -> dict[str, Any]:
     buckets = [
         {"min_score": low, "max_score": high, "players": int(n)} for (low, high), n in zip(bounds, counts, strict=True)
     ]
+    if view.game.ascending:  # stored inverted: turn the buckets back into values, ascending
+        buckets = [
+            {"min_score": view.shown(b["max_score"]), "max_score": view.shown(b["min_score"]), "players": b["players"]}
+            for b in reversed(buckets)
+        ]
     return {"buckets": buckets, "total": total}
 
 

@@ -88,6 +88,9 @@ def events_apply(
         season, game, dense = meta[season_id]
         codec = ScoreCodec(season.time_bits)
         sums, bests = boards_for(game=game, season_id=season_id, day=day, week=week, region=region)
+        ascending = season.game.ascending
+        if ascending:  # lower is better: every board keeps the best (lowest) value of its window
+            sums, bests = [], sums + bests
         boards = sums + bests
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
@@ -104,7 +107,14 @@ def events_apply(
                     keys.append(dkey)
                     dedup_index[dkey] = len(keys)
                 reached = reached_seconds(season_start=season.starts_at, accepted_at=e.accepted_at)
-                event_args += [e.id, dedup_index[dkey], field, e.player_id, e.points, min(reached, codec.max_reached_s)]
+                event_args += [
+                    e.id,
+                    dedup_index[dkey],
+                    field,
+                    e.player_id,
+                    codec.stored_points(e.points, ascending=ascending),
+                    min(reached, codec.max_reached_s),
+                ]
             script(keys=keys, args=args + event_args, client=pipe)
             calls.append((part, [b.key for b in boards]))
     on_boards: list[int] = []

@@ -59,6 +59,17 @@ class ScoreCodec:
     def min_score_for_points(self, points: int) -> int:
         return points * self.time_span
 
+    def stored_points(self, value: int, *, ascending: bool) -> int:
+        """What a board stores for a value: itself, or for lower-is-better boards the capacity minus
+        it, so that Redis's "higher is better" order, ranks and counts hold unchanged. A value past
+        the capacity maps past it too (refused as overflow)."""
+        if not ascending:
+            return value
+        return self.max_points - value if value <= self.max_points else self.max_points + 1
+
+    def shown_points(self, stored: int, *, ascending: bool) -> int:
+        return self.max_points - stored if ascending else stored
+
 
 def reached_seconds(*, season_start: datetime, accepted_at: datetime) -> int:
     return max(0, int((accepted_at - season_start).total_seconds()))

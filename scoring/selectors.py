@@ -31,6 +31,8 @@ class Aggregate:
     best: int
     best_at: datetime
     last_write: datetime
+    low: int = 0
+    low_at: datetime | None = None
 
     def merge(self, other: "Aggregate") -> None:
         self.points += other.points
@@ -39,6 +41,10 @@ class Aggregate:
         self.first = min(self.first, other.first)
         if other.best > self.best or (other.best == self.best and other.best_at < self.best_at):
             self.best, self.best_at = other.best, other.best_at
+        if other.low_at is not None and (
+            self.low_at is None or other.low < self.low or (other.low == self.low and other.low_at < self.low_at)
+        ):
+            self.low, self.low_at = other.low, other.low_at
         self.last_write = max(self.last_write, other.last_write)
 
 
@@ -78,7 +84,8 @@ def _sql(
     sql = (
         "SELECT season_id, player_id, region, day, week, SUM(points), "
         "MAX(accepted_at) FILTER (WHERE points > 0), MIN(accepted_at), MAX(points), "
-        "(array_agg(accepted_at ORDER BY points DESC, accepted_at))[1], MAX(accepted_at) "
+        "(array_agg(accepted_at ORDER BY points DESC, accepted_at))[1], MAX(accepted_at), "
+        "MIN(points), (array_agg(accepted_at ORDER BY points ASC, accepted_at))[1] "
         f"FROM {table} WHERE {where} GROUP BY season_id, player_id, region, day, week"
     )
     return sql, params
@@ -114,8 +121,8 @@ def ledger_boards(
             rows = cursor.fetchmany(10_000)
             if not rows:
                 break
-            for season_id, player, region, day, week, total, last_pos, first, best, best_at, last in rows:
-                agg = Aggregate(int(total), last_pos, first, int(best), best_at, last)
+            for season_id, player, region, day, week, total, last_pos, first, best, best_at, last, low, low_at in rows:
+                agg = Aggregate(int(total), last_pos, first, int(best), best_at, last, int(low), low_at)
                 regions = [redis_boards.GLOBAL] + ([region] if region else [])
                 period_day = day.isoformat() if isinstance(day, date) else str(day)
                 for reg in regions:
@@ -130,7 +137,13 @@ def ledger_boards(
         season = seasons[season_id]
         codec = ScoreCodec(season.time_bits)
         ref = redis_boards.BoardRef(game.slug, season_id, board, region, period)
-        if board == "best":
+        if game.ascending:  # every board: the lowest value of the window, stored inverted
+            assert agg.low_at is not None
+            score = codec.encode(
+                points=codec.stored_points(agg.low, ascending=True),
+                reached_s=reached_seconds(season_start=season.starts_at, accepted_at=agg.low_at),
+            )
+        elif board == "best":
             score = codec.encode(
                 points=agg.best, reached_s=reached_seconds(season_start=season.starts_at, accepted_at=agg.best_at)
             )

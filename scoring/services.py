@@ -333,6 +333,8 @@ def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int
             event_of[(p.match.match_id, r.player_id)] = next(ids)
     overflowed: set[int] = set()
     for season_id, group in by_season.items():
+        if group[0].season.game.ascending:
+            continue  # lower-is-better boards keep single values: no season total to cap
         capacity = ScoreCodec(group[0].season.time_bits).max_points
         added: dict[str, int] = defaultdict(int)
         for p in group:

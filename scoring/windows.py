@@ -29,7 +29,13 @@ class WeekReport:
     swapped: bool = False
 
 
-def _merge_days(client, codec: ScoreCodec, day_keys: list[str]) -> dict[str, int]:
+def _merge_days(client, codec: ScoreCodec, day_keys: list[str], *, ascending: bool = False) -> dict[str, int]:
+    if ascending:  # every board keeps the best value: the largest stored composite (ZUNIONSTORE MAX)
+        best: dict[str, int] = {}
+        for key in day_keys:
+            for player, score in client.zscan_iter(key, count=5000):
+                best[player] = max(best.get(player, 0), int(score))
+        return best
     totals: dict[str, list[int]] = {}  # player -> [points, latest positive reach or -1, earliest reach]
     for key in day_keys:
         for player, score in client.zscan_iter(key, count=5000):
@@ -63,7 +69,7 @@ def week_rebuild(*, season: Season, week: str, swap: bool) -> WeekReport:
         }
         for region in sorted(regions):
             day_keys = [redis_boards.BoardRef(game, season.id, "daily", region, day).key for day in days]
-            derived = _merge_days(client, codec, day_keys)
+            derived = _merge_days(client, codec, day_keys, ascending=season.game.ascending)
             week_key = redis_boards.BoardRef(game, season.id, "weekly", region, week).key
             live = {str(m): int(float(s)) for m, s in client.zscan_iter(week_key, count=5000)}
             report.boards += 1

@@ -55,7 +55,15 @@ class SeasonInline(admin.TabularInline):
 class GameForm(forms.ModelForm):
     class Meta:
         model = Game
-        fields = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "season_schedule_cron")
+        fields = (
+            "slug",
+            "name",
+            "tie_rule",
+            "ascending",
+            "max_points_per_match",
+            "season_schedule_days",
+            "season_schedule_cron",
+        )
 
     def clean_season_schedule_cron(self):
         value = self.cleaned_data.get("season_schedule_cron", "").strip()
@@ -77,7 +85,7 @@ class GameAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the slug or tie rule of a live game would orphan or misrank its boards.
-        return ("slug", "tie_rule") if obj else ()
+        return ("slug", "tie_rule", "ascending") if obj else ()
 
     @admin.action(description="End the current season now (its grace applies; the next one starts)")
     def end_current_season(self, request, queryset):

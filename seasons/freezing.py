@@ -39,8 +39,9 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
         rows = 0
         for board in ledger_boards(game=season.game, season_id=season.id).values():
             ordered = sorted(board.scores.items(), key=lambda item: (-item[1], item[0]))
-            points = [codec.points(score) for _, score in ordered]
-            ranks = ranks_for(points, rule)
+            stored = [codec.points(score) for _, score in ordered]
+            ranks = ranks_for(stored, rule)
+            points = [codec.shown_points(p, ascending=season.game.ascending) for p in stored]
             ref = board.ref
             rows += copy_rows(
                 FrozenStanding._meta.db_table,

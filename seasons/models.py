@@ -19,6 +19,11 @@ class Game(models.Model):
     name = models.CharField(max_length=200)
     tie_rule = models.CharField(max_length=16, choices=TieRule.choices, default=TieRule.COMPETITION)
     max_points_per_match = models.BigIntegerField(default=10_000, validators=[MinValueValidator(0)])
+    ascending = models.BooleanField(
+        default=False,
+        help_text="Lower values win (a speedrun time in ms, golf strokes): every board keeps each player's best "
+        "(lowest) value in its window.",
+    )
     season_schedule_days = models.PositiveIntegerField(
         null=True,
         blank=True,

@@ -42,6 +42,7 @@ def game_create(
     name: str,
     tie_rule: str = TieRule.COMPETITION,
     max_points_per_match: int = 10_000,
+    ascending: bool = False,
     season_start: datetime,
     season_days: float = DEFAULT_SEASON_DAYS,
 ) -> tuple[Game, Season]:
@@ -50,7 +51,7 @@ def game_create(
         raise ValueError(f"tie rule must be one of {', '.join(TieRule.values)}")
     if max_points_per_match < 0:
         raise ValueError("max points per match must be >= 0")
-    game = Game(slug=slug, name=name, tie_rule=tie_rule, max_points_per_match=max_points_per_match)
+    game = Game(slug=slug, name=name, tie_rule=tie_rule, max_points_per_match=max_points_per_match, ascending=ascending)
     game.full_clean()
     game.save()
     season = season_create(game=game, starts_at=season_start, days=season_days)

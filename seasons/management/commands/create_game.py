@@ -19,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--max-points-per-match", type=int, default=10_000)
         parser.add_argument("--season-start", default=None, help="ISO 8601 (default now; a past start is allowed)")
         parser.add_argument("--season-days", type=float, default=DEFAULT_SEASON_DAYS)
+        parser.add_argument("--ascending", action="store_true", help="lower values win (times, strokes)")
 
     def handle(self, *args, **options):
         # "Now", to the minute: a result a match server timed a few seconds before the game was
@@ -37,6 +38,7 @@ class Command(BaseCommand):
                 name=options["name"],
                 tie_rule=options["tie_rule"],
                 max_points_per_match=options["max_points_per_match"],
+                ascending=options["ascending"],
                 season_start=start,
                 season_days=options["season_days"],
             )
