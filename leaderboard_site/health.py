@@ -2,11 +2,30 @@
 
 from django.db import connection
 from django.db.models import Min
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 
 from scoring import redis_boards
 from scoring.models import EventStatus, ScoreEvent
+
+
+def metrics(request):
+    """Prometheus text format: the refusal counters and the queue lag (the service's own view)."""
+    lines = ["# TYPE leaderboard_refused_total counter"]
+    try:
+        counters = redis_boards.client().hgetall(redis_boards.metrics_key())
+    except Exception:
+        counters = {}
+    for field, value in sorted(counters.items()):
+        kind, code, game = [*str(field).split(":"), "", ""][:3]
+        if kind == "refused":
+            lines.append(f'leaderboard_refused_total{{code="{code}",game="{game}"}} {int(value)}')
+    oldest = ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).aggregate(
+        oldest=Min("accepted_at")
+    )["oldest"]
+    lag = max(0.0, (timezone.now() - oldest).total_seconds()) if oldest else 0.0
+    lines += ["# TYPE leaderboard_queue_lag_seconds gauge", f"leaderboard_queue_lag_seconds {lag:.3f}"]
+    return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; version=0.0.4")
 
 
 def live(request):

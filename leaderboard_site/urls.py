@@ -17,6 +17,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("health/live", health.live, name="health-live"),
     path("health/ready", health.ready, name="health-ready"),
+    path("metrics", health.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("boards.page_urls")),
 ]

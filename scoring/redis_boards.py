@@ -126,6 +126,19 @@ def hidden_key(game: str) -> str:
     return f"{_prefix()}:hidden:{game}"
 
 
+def metrics_key() -> str:
+    """Counters (a hash): `refused:{code}:{game}` and the like, read by /metrics."""
+    return f"{_prefix()}:metrics"
+
+
+def count(field: str, amount: int = 1) -> None:
+    """Bump a counter; a metric never fails the request that counts it."""
+    try:
+        client().hincrby(metrics_key(), field, amount)
+    except redis.RedisError:
+        pass
+
+
 def generation_key(game: str) -> str:
     """Bumped by every correction (revoke, hide, delete): cached top-N answers older than it go."""
     return f"{_prefix()}:gen:{game}"

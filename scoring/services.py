@@ -94,9 +94,11 @@ def _season_for(match: MatchIn, seasons: list[Season], now: datetime) -> tuple[S
         season = season_containing(seasons=seasons, played_at=match.played_at)
         if season is None:
             logger.info("season_closed: match %s played at %s falls in no season", mid, match.played_at)
+            redis_boards.count(f"refused:season_closed:{seasons[0].game.slug if seasons else '-'}")
             return None, _refusal(409, "season_closed", "played_at falls in no open season.", match_id=mid)
     if not season.accepts_results_at(now):
         logger.info("season_closed: match %s for season %s after its grace", mid, season.id)
+        redis_boards.count(f"refused:season_closed:{season.game.slug}")
         return None, _refusal(
             409, "season_closed", f"Season {season.id} is closed (its grace window has ended).", match_id=mid
         )

@@ -46,7 +46,7 @@ def catalog_clear() -> None:
 
 def seasons_of(*, game: Game) -> list[Season]:
     """Newest first."""
-    return list(Season.objects.filter(game=game).order_by("-starts_at", "-id"))
+    return list(Season.objects.filter(game=game).select_related("game").order_by("-starts_at", "-id"))
 
 
 def season_containing(*, seasons: list[Season], played_at: datetime) -> Season | None:

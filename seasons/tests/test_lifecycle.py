@@ -205,3 +205,32 @@ def test_a_cron_schedule_makes_weekly_seasons_from_monday_midnight():
         (datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 7, tzinfo=UTC))
     ]
     assert seasons_schedule_next(now=datetime(2026, 12, 1, tzinfo=UTC)) == []  # the new one is running
+
+
+def test_results_at_the_boundary_land_in_the_right_season_and_after_grace_are_409(client):
+    from datetime import UTC, datetime
+
+    from seasons.services import season_create
+
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    game = make_game(start=start, days=14)
+    first = game.seasons.get()
+    second = season_create(game=game, starts_at=first.ends_at, days=14)
+    key = make_key(game)
+    boundary = first.ends_at
+
+    def land(played, now):
+        outcome = submit_direct(game, key, match_body([{"player_id": "amy", "points": 1}], played), now=now)
+        if outcome.http_status != 202:
+            return outcome.body["code"]
+        return ScoreEventModel.objects.order_by("-id").values_list("season_id", flat=True).first()
+
+    from scoring.models import ScoreEvent as ScoreEventModel
+
+    assert land(boundary - timedelta(seconds=1), boundary + timedelta(seconds=5)) == first.id  # a straggler in grace
+    assert land(boundary, boundary + timedelta(seconds=5)) == second.id
+    after_grace = boundary + timedelta(seconds=first.grace_s + 1)
+    assert land(boundary - timedelta(seconds=1), after_grace) == "season_closed"
+    assert land(boundary + timedelta(minutes=5), after_grace) == second.id
+    metrics = client.get("/metrics").content.decode()
+    assert 'leaderboard_refused_total{code="season_closed",game="arena"} 1' in metrics
