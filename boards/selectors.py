@@ -22,7 +22,7 @@ from seasons.selectors import season_current, seasons_of
 from .models import Player
 from .ranking import ranks_for
 
-REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
+REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
 BOARDS = ("all", "daily", "weekly", "monthly", "best")
 
 _TOP = redis_boards.lua_path(__file__, "ranking_lib.lua", "top.lua")
@@ -101,7 +101,7 @@ def board_resolve(
         raise UnknownBoard(board)
     region = region or redis_boards.GLOBAL
     if region != redis_boards.GLOBAL and not REGION_RE.match(region):
-        raise BadQuery("region", "A region is 'global' or 2-16 characters from [a-z0-9-].")
+        raise BadQuery("region", "A region is 'global' or 2-40 characters from [a-z0-9-].")
     if seasons is None:
         seasons = seasons_of(game=game)
     if season:

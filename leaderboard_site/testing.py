@@ -89,7 +89,12 @@ def submit_direct(game: Game, key: ServerKey, body: dict[str, Any], *, now: date
     """The service call the API makes, with an injectable clock (for accept times and periods)."""
     match_id = match_id or uuid.uuid4()
     parsed, errors = validate_match(
-        body, match_id=match_id, max_points=game.max_points_per_match, now=now, max_future_s=60
+        body,
+        match_id=match_id,
+        max_points=game.max_points_per_match,
+        now=now,
+        max_future_s=60,
+        dimensions=tuple(game.dimensions or ()),
     )
     [outcome] = matches_submit(game=game, key=key, matches=[(match_id, parsed, errors)], now=now)
     return outcome

@@ -79,6 +79,7 @@ class MatchResultSubmitApi(APIView):
             max_points=game_obj.max_points_per_match,
             now=timezone.now(),
             max_future_s=settings.PLAYED_AT_MAX_FUTURE_S,
+            dimensions=tuple(game_obj.dimensions or ()),
         )
         [outcome] = matches_submit(game=game_obj, key=key, matches=[(parsed_id, parsed, errors)], now=timezone.now())
         return _respond(outcome)
@@ -138,6 +139,7 @@ class MatchBatchSubmitApi(APIView):
                 max_points=game_obj.max_points_per_match,
                 now=now,
                 max_future_s=settings.PLAYED_AT_MAX_FUTURE_S,
+                dimensions=tuple(game_obj.dimensions or ()),
             )
             prepared.append((i, (parsed_id, parsed, errors)))
         outcomes = matches_submit(game=game_obj, key=key, matches=[m for _, m in prepared], now=now)

@@ -21,6 +21,7 @@ from seasons.models import Season, TieRule
 from . import redis_boards
 from .encoding import ScoreCodec, reached_seconds
 from .models import EventStatus, ScoreEvent
+from .selectors import json_list
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class EventRow:
     day: date
     week: str
     region: str | None
+    extra_boards: tuple[str, ...] = ()
 
 
 @dataclass
@@ -48,10 +50,11 @@ class ApplyReport:
 
 
 def boards_for(
-    *, game: str, season_id: int, day: date, week: str, region: str | None
+    *, game: str, season_id: int, day: date, week: str, region: str | None, extra: tuple[str, ...] = ()
 ) -> tuple[list[redis_boards.BoardRef], list[redis_boards.BoardRef]]:
-    """The points boards and best boards one event lands on: global, and its region's."""
-    regions = [redis_boards.GLOBAL] + ([region] if region else [])
+    """The points boards and best boards one event lands on: global, its region's, and those of the
+    game's extra dimensions (`country-de`)."""
+    regions = [redis_boards.GLOBAL] + ([region] if region else []) + [e for e in extra if e != region]
     sums, bests = [], []
     for reg in regions:
         sums.append(redis_boards.BoardRef(game, season_id, "all", reg))
@@ -76,18 +79,18 @@ def events_apply(
     if not events:
         return report, [], []
     meta = _season_meta({e.season_id for e in events})
-    groups: dict[tuple[int, date, str, str | None], list[EventRow]] = defaultdict(list)
+    groups: dict[tuple[int, date, str, str | None, tuple[str, ...]], list[EventRow]] = defaultdict(list)
     for e in events:
-        groups[(e.season_id, e.day, e.week, e.region)].append(e)
+        groups[(e.season_id, e.day, e.week, e.region, e.extra_boards)].append(e)
 
     client = redis_boards.client()
     script = redis_boards.lua_script(APPLY_SCRIPT)
     pipe = client.pipeline(transaction=False)
     calls: list[tuple[list[EventRow], list[str]]] = []
-    for (season_id, day, week, region), rows in groups.items():
+    for (season_id, day, week, region, extra), rows in groups.items():
         season, game, dense = meta[season_id]
         codec = ScoreCodec(season.time_bits)
-        sums, bests = boards_for(game=game, season_id=season_id, day=day, week=week, region=region)
+        sums, bests = boards_for(game=game, season_id=season_id, day=day, week=week, region=region, extra=extra)
         ascending = season.game.ascending
         if ascending:  # lower is better: every board keeps the best (lowest) value of its window
             sums, bests = [], sums + bests
@@ -144,11 +147,24 @@ def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
     # One array parameter, not thousands of placeholders: this runs for every batch.
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, season_id, player_id, points, accepted_at, day, week, region "
+            "SELECT id, season_id, player_id, points, accepted_at, day, week, region, extra_boards "
             f"FROM {_TABLE} WHERE id = ANY(%s::bigint[]) AND status = %s AND applied_at IS NULL ORDER BY id",
             [event_ids, EventStatus.ACCEPTED.value],
         )
-        return [EventRow(*row) for row in cursor.fetchall()]
+        return [
+            EventRow(
+                id=row[0],
+                season_id=row[1],
+                player_id=row[2],
+                points=row[3],
+                accepted_at=row[4],
+                day=row[5],
+                week=row[6],
+                region=row[7],
+                extra_boards=tuple(json_list(row[8])),
+            )
+            for row in cursor.fetchall()
+        ]
 
 
 def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:

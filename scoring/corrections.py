@@ -38,16 +38,23 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
         Player.objects.select_for_update().filter(game=game, player_id=player_id).first()
         events = list(
             ScoreEvent.objects.filter(game=game, player_id=player_id).values_list(
-                "season_id", "day", "week", "region", "status", "applied_at", "id"
+                "season_id", "day", "week", "region", "status", "applied_at", "id", "extra_boards"
             )
         )
         expected = ledger_boards(game=game, player_ids=[player_id])
         seasons = {s.id: s for s in Season.objects.filter(id__in={e[0] for e in events})}
         included = [e[6] for e in events if e[4] == EventStatus.ACCEPTED and e[5] is None]
         keys: dict[int, set[str]] = {}
-        for season_id, day, week, region, *_ in events:
+        for season_id, day, week, region, *_, extra in events:
             for reg in {region, *extra_regions}:
-                sums, bests = boards_for(game=game.slug, season_id=season_id, day=_as_date(day), week=week, region=reg)
+                sums, bests = boards_for(
+                    game=game.slug,
+                    season_id=season_id,
+                    day=_as_date(day),
+                    week=week,
+                    region=reg,
+                    extra=tuple(extra or ()),
+                )
                 keys.setdefault(season_id, set()).update(b.key for b in sums + bests)
         for board in expected.values():
             keys.setdefault(board.ref.season_id, set()).add(board.ref.key)

@@ -42,6 +42,9 @@ class ScoreEvent(models.Model):
     day = models.DateField()
     week = models.CharField(max_length=8)
     region = models.CharField(max_length=16, null=True, blank=True, help_text="The region board it counts on.")
+    extra_boards = models.JSONField(
+        default=list, blank=True, help_text='Boards of the game\'s extra dimensions, e.g. ["country-de"].'
+    )
     status = models.CharField(max_length=16, choices=EventStatus.choices)
     reason = models.CharField(max_length=40, blank=True, default="")
     applied_at = models.DateTimeField(null=True, blank=True)

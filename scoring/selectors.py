@@ -7,6 +7,7 @@ of a positive result (or the earliest while all are zero); for `best`, the earli
 of the best result.
 """
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,13 +83,20 @@ def _sql(
         where += " AND player_id = ANY(%s)"
         params.append(list(player_ids))
     sql = (
-        "SELECT season_id, player_id, region, day, week, SUM(points), "
+        "SELECT season_id, player_id, region, extra_boards, day, week, SUM(points), "
         "MAX(accepted_at) FILTER (WHERE points > 0), MIN(accepted_at), MAX(points), "
         "(array_agg(accepted_at ORDER BY points DESC, accepted_at))[1], MAX(accepted_at), "
         "MIN(points), (array_agg(accepted_at ORDER BY points ASC, accepted_at))[1] "
-        f"FROM {table} WHERE {where} GROUP BY season_id, player_id, region, day, week"
+        f"FROM {table} WHERE {where} GROUP BY season_id, player_id, region, extra_boards, day, week"
     )
     return sql, params
+
+
+def json_list(value: Any) -> list[str]:
+    """A jsonb list from a raw cursor (Django's psycopg setup hands jsonb over as text)."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value or [])
 
 
 def ledger_boards(
@@ -121,9 +129,10 @@ def ledger_boards(
             rows = cursor.fetchmany(10_000)
             if not rows:
                 break
-            for season_id, player, region, day, week, total, last_pos, first, best, best_at, last, low, low_at in rows:
-                agg = Aggregate(int(total), last_pos, first, int(best), best_at, last, int(low), low_at)
+            for season_id, player, region, extra, day, week, total, last_pos, first, best, best_at, last, *lows in rows:
+                agg = Aggregate(int(total), last_pos, first, int(best), best_at, last, int(lows[0]), lows[1])
                 regions = [redis_boards.GLOBAL] + ([region] if region else [])
+                regions += [e for e in json_list(extra) if e not in regions]
                 period_day = day.isoformat() if isinstance(day, date) else str(day)
                 for reg in regions:
                     add((season_id, "all", reg, redis_boards.NO_PERIOD, player), agg)

@@ -227,6 +227,7 @@ def _store(
     (c_season, c_match, c_player, c_points, c_played, c_duration, c_day, c_week, c_region, c_status, c_reason) = (
         columns[1:12]
     )
+    c_extra = columns[13]
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     for p in pending:
         match = p.match
@@ -244,6 +245,7 @@ def _store(
             c_day.append(day)
             c_week.append(week)
             c_region.append(fixed.get(r.player_id) or r.region or players[r.player_id][1])
+            c_extra.append(json.dumps(list(r.extra_boards)))
             c_status.append(v.status)
             c_reason.append(v.reason)
             row = {"player_id": r.player_id, "status": v.status}
@@ -283,6 +285,7 @@ EVENT_COLUMNS = [
     ("status", "text"),
     ("reason", "text"),
     ("accepted_at", "timestamptz"),
+    ("extra_boards", "jsonb"),
 ]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 PLAYER_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
+DIMENSION_VALUE_RE = re.compile(r"^[a-z0-9-]{1,23}$")
 MAX_RESULTS = 100
 MAX_DURATION_S = 7 * 86400
 MAX_DISPLAY_NAME = 100
@@ -26,6 +27,7 @@ class ResultIn:
     points: int
     display_name: str | None
     region: str | None
+    extra_boards: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ class MatchIn:
             "duration_s": self.duration_s,
             "season": self.season_id,
             "results": sorted(
-                ([r.player_id, r.points, r.display_name, r.region] for r in self.results), key=lambda row: row[0]
+                ([r.player_id, r.points, r.display_name, r.region, list(r.extra_boards)] for r in self.results),
+                key=lambda row: row[0],
             ),
         }
 
@@ -75,7 +78,7 @@ def parse_time(raw: Any) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-def _result(raw: Any, max_points: int) -> tuple[ResultIn | None, Errors]:
+def _result(raw: Any, max_points: int, dimensions: tuple[str, ...] = ()) -> tuple[ResultIn | None, Errors]:
     if not isinstance(raw, dict):
         return None, {"non_field_errors": ["Each result must be an object."]}
     errors: Errors = {}
@@ -99,6 +102,15 @@ def _result(raw: Any, max_points: int) -> tuple[ResultIn | None, Errors]:
     region = raw.get("region")
     if region is not None and (not isinstance(region, str) or not REGION_RE.match(region) or region == "global"):
         errors["region"] = ["A region is 2-16 characters from [a-z0-9-] (and not 'global')."]
+    extra: list[str] = []
+    for dimension in dimensions:
+        value = raw.get(dimension)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not DIMENSION_VALUE_RE.match(value):
+            errors[dimension] = ["A dimension value is 1-23 characters from [a-z0-9-]."]
+        else:
+            extra.append(f"{dimension}-{value}")
     if errors:
         return None, errors
     assert isinstance(player_id, str) and isinstance(points, int)
@@ -107,11 +119,18 @@ def _result(raw: Any, max_points: int) -> tuple[ResultIn | None, Errors]:
         points=points,
         display_name=display_name.strip() if display_name else None,
         region=region,
+        extra_boards=tuple(extra),
     ), {}
 
 
 def validate_match(
-    raw: Any, *, match_id: uuid.UUID, max_points: int, now: datetime, max_future_s: int
+    raw: Any,
+    *,
+    match_id: uuid.UUID,
+    max_points: int,
+    now: datetime,
+    max_future_s: int,
+    dimensions: tuple[str, ...] = (),
 ) -> tuple[MatchIn | None, Errors]:
     """Parse one match body; on failure return field errors in DRF's shape."""
     if not isinstance(raw, dict):
@@ -147,7 +166,7 @@ def validate_match(
     else:
         item_errors: list[Errors] = []
         for item in results_raw:
-            parsed, item_error = _result(item, max_points)
+            parsed, item_error = _result(item, max_points, dimensions)
             item_errors.append(item_error)
             if parsed is not None:
                 results.append(parsed)

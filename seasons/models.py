@@ -24,6 +24,12 @@ class Game(models.Model):
         help_text="Lower values win (a speedrun time in ms, golf strokes): every board keeps each player's best "
         "(lowest) value in its window.",
     )
+    dimensions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Extra board dimensions, e.g. ["country", "platform"]: a result\'s "country": "de" also '
+        "counts on the board `region=country-de`. No code change needed.",
+    )
     season_schedule_days = models.PositiveIntegerField(
         null=True,
         blank=True,
