@@ -42,6 +42,12 @@ class ScoreEvent(models.Model):
     day = models.DateField()
     week = models.CharField(max_length=8)
     region = models.CharField(max_length=16, null=True, blank=True, help_text="The region board it counts on.")
+    requested_region = models.CharField(
+        max_length=16,
+        null=True,
+        blank=True,
+        help_text="The region the result named, when the season's fixed region overrode it (the rule applied).",
+    )
     extra_boards = models.JSONField(
         default=list, blank=True, help_text='Boards of the game\'s extra dimensions, e.g. ["country-de"].'
     )

@@ -228,6 +228,7 @@ def _store(
         columns[1:12]
     )
     c_extra = columns[13]
+    c_requested = columns[14]
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     for p in pending:
         match = p.match
@@ -244,7 +245,9 @@ def _store(
             c_duration.append(match.duration_s)
             c_day.append(day)
             c_week.append(week)
-            c_region.append(fixed.get(r.player_id) or r.region or players[r.player_id][1])
+            counted = fixed.get(r.player_id) or r.region or players[r.player_id][1]
+            c_region.append(counted)
+            c_requested.append(r.region if r.region and r.region != counted else None)
             c_extra.append(json.dumps(list(r.extra_boards)))
             c_status.append(v.status)
             c_reason.append(v.reason)
@@ -286,6 +289,7 @@ EVENT_COLUMNS = [
     ("reason", "text"),
     ("accepted_at", "timestamptz"),
     ("extra_boards", "jsonb"),
+    ("requested_region", "text"),
 ]
 
 

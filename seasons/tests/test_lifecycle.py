@@ -1,6 +1,7 @@
 """Season lifecycle: end_season, grace, freeze into standings, reads after the keys are gone."""
 
 import io
+import itertools
 import json
 import uuid
 from datetime import timedelta
@@ -234,3 +235,33 @@ def test_results_at_the_boundary_land_in_the_right_season_and_after_grace_are_40
     assert land(boundary + timedelta(minutes=5), after_grace) == second.id
     metrics = client.get("/metrics").content.decode()
     assert 'leaderboard_refused_total{code="season_closed",game="arena"} 1' in metrics
+
+
+def test_a_year_of_weekly_seasons_runs_with_nobody_touching_a_key(client):
+    """52 weeks of beat ticks on a fake clock: each week a new season starts at Monday 00:00, the
+    last one takes stragglers for its grace, then freezes; readers follow the pointer."""
+    from datetime import UTC, datetime
+
+    from seasons.freezing import season_freeze
+    from seasons.services import pointers_advance, seasons_schedule_next
+
+    game = make_game(start=datetime(2026, 1, 5, tzinfo=UTC), days=7)  # a Monday
+    game.season_schedule_cron = "0 0 * * 1"
+    game.save()
+    key = make_key(game)
+    clock = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    for week in range(52):
+        clock += timedelta(days=7)
+        seasons_schedule_next(now=clock)
+        pointers_advance(now=clock)
+        for season_id in seasons_due(now=clock)[0]:
+            season_freeze(season_id=season_id, now=clock)
+        played = clock - timedelta(hours=1)
+        outcome = submit_direct(game, key, match_body([{"player_id": f"w{week}", "points": 1}], played), now=clock)
+        assert outcome.http_status == 202
+    seasons = list(game.seasons.order_by("starts_at"))
+    assert len(seasons) == 53
+    assert all(a.ends_at == b.starts_at for a, b in itertools.pairwise(seasons))
+    assert all(s.starts_at.weekday() == 0 and s.starts_at.hour == 0 for s in seasons)
+    assert sum(1 for s in seasons if s.frozen_at is not None) == 52  # all but the running one (grace is 1 h)
+    assert Season.objects.get(pk=game.pointer.season_id) == seasons[-1]

@@ -25,7 +25,11 @@ def test_the_first_ranked_result_fixes_the_region_for_the_season(client):
     submit(game, key, "eu")  # the first result with a region fixes it
     submit(game, key, "na")  # later regions count in the original one
     drain()
-    assert list(ScoreEvent.objects.order_by("id").values_list("region", flat=True)) == [None, "eu", "eu"]
+    assert list(ScoreEvent.objects.order_by("id").values_list("region", "requested_region")) == [
+        (None, None),
+        ("eu", None),
+        ("eu", "na"),  # the ledger records the rule applied: na was asked, eu counted
+    ]
     base = "/api/v1/games/arena/boards/all"
     assert client.get(f"{base}/players/amy").json()["score"] == 30
     assert client.get(f"{base}/players/amy?region=eu").json()["score"] == 20
