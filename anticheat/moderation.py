@@ -2,12 +2,13 @@
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from scoring import redis_boards
 from scoring.corrections import CorrectionPaused, player_correct
 from scoring.models import EventStatus, ScoreEvent, SeasonTotal
 from seasons.models import Game
@@ -120,7 +121,12 @@ def results_approve(*, event_ids: list[int], reason: str, actor=None, actor_labe
             )
         ids = [e.id for e in events]
         ScoreEvent.objects.filter(id__in=ids).update(
-            status=EventStatus.ACCEPTED, reason="", accepted_at=now, applied_at=None, enqueued_at=None
+            status=EventStatus.ACCEPTED,
+            reason="",
+            accepted_at=now,
+            applied_at=None,
+            enqueued_at=None,
+            reviewed_at=now if actor is not None or actor_label else None,
         )
         if ids:
             transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
@@ -156,3 +162,66 @@ def results_revoke(*, event_ids: list[int], reason: str, actor=None, actor_label
         game = next(e.game for e in events if e.game_id == game_id)
         _correct(game, player_id)
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+
+
+def _withhold(events: list[ScoreEvent], reason: str) -> None:
+    """Accepted results back to review (the boards corrected from what remains)."""
+    with transaction.atomic():
+        locked = list(
+            ScoreEvent.objects.select_for_update()
+            .filter(id__in=[e.id for e in events], status=EventStatus.ACCEPTED)
+            .select_related("game")
+        )
+        for event in locked:
+            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
+                points=F("points") - event.points
+            )
+            audit(action="withhold", target=str(event.id), actor_label="anomaly job", game=event.game, reason=reason)
+        ScoreEvent.objects.filter(id__in=[e.id for e in locked]).update(
+            status=EventStatus.PENDING_REVIEW, reason="anomaly"
+        )
+    # Their dedup markers go: once approved, they must be applied again (a queued copy of the old
+    # apply finds them pending in the ledger and skips them).
+    pipe = redis_boards.client().pipeline(transaction=False)
+    for event in locked:
+        pipe.hdel(*redis_boards.dedup_location(event.id))
+    pipe.execute()
+    for game_id, player_id in sorted({(e.game_id, e.player_id) for e in locked}):
+        _correct(next(e.game for e in locked if e.game_id == game_id), player_id)
+
+
+def anomalies_review(
+    *, game: Game, now: datetime, quantile: float = 0.9999, min_cohort: int = 10_000
+) -> tuple[int, int]:
+    """The anomaly job: results above the cohort's `quantile` of points per match over the last 7
+    days go to review (withheld from the boards, taken off them exactly if already applied);
+    results it held earlier that the cohort has since caught up with are released automatically.
+    Results a moderator approved are never flagged again. Returns (withheld, released)."""
+    since = now - timedelta(days=7)
+    cohort = ScoreEvent.objects.filter(game=game, accepted_at__gte=since).exclude(
+        status__in=[EventStatus.REJECTED, EventStatus.REVOKED]
+    )
+    if cohort.count() < min_cohort:
+        return 0, 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY points) FROM {ScoreEvent._meta.db_table} "
+            "WHERE game_id = %s AND accepted_at >= %s AND status IN ('accepted', 'pending_review')",
+            [quantile, game.id, since],
+        )
+        threshold = int(cursor.fetchone()[0])
+    suspects = list(
+        cohort.filter(status=EventStatus.ACCEPTED, points__gt=threshold, reviewed_at__isnull=True).select_related(
+            "game"
+        )
+    )
+    if suspects:
+        _withhold(suspects, reason=f"points above the 7-day p{quantile * 100:g} ({threshold})")
+    cleared = list(
+        ScoreEvent.objects.filter(
+            game=game, status=EventStatus.PENDING_REVIEW, reason="anomaly", points__lte=threshold
+        ).values_list("id", flat=True)
+    )
+    if cleared:
+        results_approve(event_ids=cleared, reason=f"re-check: within the 7-day cohort ({threshold})")
+    return len(suspects), len(cleared)

@@ -27,6 +27,7 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "options": {"expires": 30},
         },
         "seasons.rotate": {"task": "seasons.rotate", "schedule": 15.0, "options": {"expires": 60}},
+        "anticheat.anomalies": {"task": "anticheat.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # One publisher for all web processes: each changed board's top 10, at most once a second.
         "boards.publish_live": {"task": "boards.publish_live", "schedule": 1.0, "options": {"expires": 5}},
     }

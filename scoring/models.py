@@ -54,6 +54,7 @@ class ScoreEvent(models.Model):
     status = models.CharField(max_length=16, choices=EventStatus.choices)
     reason = models.CharField(max_length=40, blank=True, default="")
     applied_at = models.DateTimeField(null=True, blank=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True, help_text="A moderator cleared it: no re-flagging.")
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
 
     class Meta:
