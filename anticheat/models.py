@@ -46,6 +46,11 @@ class GameRules(models.Model):
         blank=True,
         help_text="Soft rule: more points per minute of duration_s goes to review (default 0: off).",
     )
+    max_matches_per_hour = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Soft rule: a player's matches beyond this many an hour go to review (default 0: off).",
+    )
     min_duration_s = models.PositiveIntegerField(
         null=True, blank=True, help_text="Hard rule: a shorter match is rejected as implausible (default 0: off)."
     )

@@ -108,6 +108,7 @@ RATE = Verdict("pending_review", "rate")
 BANNED = Verdict("rejected", "banned")
 IMPLAUSIBLE = Verdict("rejected", "implausible")
 POINTS_PER_MINUTE = Verdict("pending_review", "points_per_minute")
+MATCHES_PER_HOUR = Verdict("pending_review", "matches_per_hour")
 
 _BUCKET = redis_boards.lua_path(__file__, "token_bucket.lua")
 
@@ -120,6 +121,7 @@ class Rules:
     key_burst: int
     max_points_per_minute: int = 0
     min_duration_s: int = 0
+    max_matches_per_hour: int = 0
 
 
 def rules_for(*, game: Game) -> Rules:
@@ -137,6 +139,7 @@ def rules_for(*, game: Game) -> Rules:
         key_burst=pick("key_burst", settings.KEY_RATE_BURST),
         max_points_per_minute=pick("max_points_per_minute", settings.MAX_POINTS_PER_MINUTE),
         min_duration_s=pick("min_duration_s", settings.MIN_MATCH_DURATION_S),
+        max_matches_per_hour=pick("max_matches_per_hour", settings.MAX_MATCHES_PER_HOUR),
     )
 
 
@@ -218,26 +221,63 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
             verdicts[i] = IMPLAUSIBLE
         elif rules.max_points_per_minute and points * 60 > rules.max_points_per_minute * max(duration_s, 1):
             verdicts[i] = POINTS_PER_MINUTE
+    if rules.max_matches_per_hour:
+        _bucket_judge(
+            game,
+            results,
+            verdicts,
+            key=redis_boards.player_hourly_bucket_key,
+            capacity=rules.max_matches_per_hour,
+            ms_per_token=3_600_000 / rules.max_matches_per_hour,
+            verdict=MATCHES_PER_HOUR,
+            now=now,
+        )
     if rules.player_burst == 0 or rules.player_refill_s == 0:
         return verdicts
+    _bucket_judge(
+        game,
+        results,
+        verdicts,
+        key=redis_boards.player_bucket_key,
+        capacity=rules.player_burst,
+        ms_per_token=rules.player_refill_s * 1000,
+        verdict=RATE,
+        now=now,
+    )
+    return verdicts
+
+
+def _bucket_judge(
+    game: Game,
+    results: list[tuple[str, int, int]],
+    verdicts: list[Verdict],
+    *,
+    key,
+    capacity: int,
+    ms_per_token: float,
+    verdict: Verdict,
+    now: datetime,
+) -> None:
+    """Spend one token per still-accepted result from each player's bucket (one Lua call); a
+    result without a token gets `verdict`. Fails open when Redis is down."""
     wanted: dict[str, int] = {}
     for i, (player_id, _, _) in enumerate(results):
         if verdicts[i] is ACCEPTED:
             wanted[player_id] = wanted.get(player_id, 0) + 1
     if not wanted:
-        return verdicts
+        return
     players = sorted(wanted)
     try:
         granted = _spend(
-            [redis_boards.player_bucket_key(game.slug, p) for p in players],
+            [key(game.slug, p) for p in players],
             [wanted[p] for p in players],
-            capacity=rules.player_burst,
-            ms_per_token=rules.player_refill_s * 1000,
+            capacity=capacity,
+            ms_per_token=ms_per_token,
             now=now,
         )
     except redis.RedisError as exc:
         logger.warning("player buckets skipped, Redis unavailable: %s", exc)
-        return verdicts
+        return
     left = {p: g for p, (g, _) in zip(players, granted, strict=True)}
     for i, (player_id, _, _) in enumerate(results):
         if verdicts[i] is not ACCEPTED:
@@ -245,5 +285,4 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
         if left[player_id] > 0:
             left[player_id] -= 1
         else:
-            verdicts[i] = RATE
-    return verdicts
+            verdicts[i] = verdict

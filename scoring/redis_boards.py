@@ -156,6 +156,10 @@ def reader_bucket_key(address: str) -> str:
     return f"{_prefix()}:rl:ip:{address}"
 
 
+def player_hourly_bucket_key(game: str, player_id: str) -> str:
+    return f"{_prefix()}:rl:h:{game}:{player_id}"
+
+
 def server_key_bucket_key(key_id: str) -> str:
     return f"{_prefix()}:rl:k:{key_id}"
 

@@ -145,3 +145,23 @@ def test_reads_past_the_address_bucket_are_429(client, settings):
     assert codes == [200, 200, 200, 429, 429]
     throttled = client.get("/api/v1/games/arena/boards/all/top")
     assert throttled.json()["code"] == "throttled" and int(throttled["Retry-After"]) >= 1
+
+
+def test_matches_per_hour_beyond_the_rule_go_to_review():
+    game = make_game()
+    GameRules.objects.filter(game=game).update(max_matches_per_hour=3)
+    key = make_key(game)
+    now = timezone.now()
+    statuses = [
+        submit_direct(game, key, match_body([{"player_id": "amy", "points": 1}]), now=now).body["results"][0]
+        for _ in range(4)
+    ]
+    assert [s["status"] for s in statuses] == ["accepted"] * 3 + ["pending_review"]
+    assert statuses[3]["reason"] == "matches_per_hour"
+    later = now + timedelta(minutes=21)  # a third of an hour: one more match
+    assert (
+        submit_direct(game, key, match_body([{"player_id": "amy", "points": 1}]), now=later).body["results"][0][
+            "status"
+        ]
+        == "accepted"
+    )

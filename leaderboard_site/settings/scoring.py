@@ -29,6 +29,7 @@ KEY_RATE_PER_S = env_int("KEY_RATE_PER_S", 50)
 KEY_RATE_BURST = env_int("KEY_RATE_BURST", 100)
 MAX_POINTS_PER_MINUTE = env_int("MAX_POINTS_PER_MINUTE", 0)
 MIN_MATCH_DURATION_S = env_int("MIN_MATCH_DURATION_S", 0)
+MAX_MATCHES_PER_HOUR = env_int("MAX_MATCHES_PER_HOUR", 0)
 # Public reads per client IP (a token bucket in Redis); 0 switches it off.
 READ_RATE_PER_S = env_int("READ_RATE_PER_S", 200)
 READ_RATE_BURST = env_int("READ_RATE_BURST", 400)
