@@ -78,10 +78,19 @@ def parse_time(raw: Any) -> datetime | None:
     return moment.astimezone(UTC)
 
 
+RESULT_FIELDS = frozenset({"player_id", "points", "display_name", "region"})
+MATCH_FIELDS = frozenset({"match_id", "played_at", "duration_s", "season", "results"})
+
+
+def _unknown(raw: dict[str, Any], allowed: frozenset[str] | set[str]) -> Errors:
+    """Fields the contract does not have are refused, not ignored: nobody mass-assigns `status`."""
+    return {name: ["Unknown field."] for name in raw if name not in allowed}
+
+
 def _result(raw: Any, max_points: int, dimensions: tuple[str, ...] = ()) -> tuple[ResultIn | None, Errors]:
     if not isinstance(raw, dict):
         return None, {"non_field_errors": ["Each result must be an object."]}
-    errors: Errors = {}
+    errors: Errors = _unknown(raw, RESULT_FIELDS | set(dimensions))
     player_id = raw.get("player_id")
     if "player_id" not in raw:
         errors["player_id"] = ["This field is required."]
@@ -135,7 +144,7 @@ def validate_match(
     """Parse one match body; on failure return field errors in DRF's shape."""
     if not isinstance(raw, dict):
         return None, {"non_field_errors": ["The body must be a JSON object."]}
-    errors: Errors = {}
+    errors: Errors = _unknown(raw, MATCH_FIELDS)
     played_at = parse_time(raw.get("played_at"))
     if "played_at" not in raw:
         errors["played_at"] = ["This field is required."]
