@@ -1,13 +1,15 @@
+from django import forms
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html_join
 
 from scoring.models import ReviewItem
 
 from .models import AuditEntry, Ban, GameRules, ServerKey
-from .moderation import audit, results_approve, results_revoke
-from .services import server_key_revoke
+from .moderation import audit, player_ban, results_approve, results_reinstate, results_revoke
+from .services import server_key_revoke, server_key_rotate
 
 MODERATORS = "moderators"
 
@@ -25,10 +27,10 @@ class ServerKeyAdmin(admin.ModelAdmin):
     # The secret is shown once, by create_server_key; the admin never displays it.
     exclude = ("secret",)
     readonly_fields = ("key_id", "game", "created_at", "revoked_at")
-    actions = ["revoke_keys"]
+    actions = ["rotate_keys", "revoke_keys"]
 
     def has_add_permission(self, request):
-        return False  # keys are created by `manage.py create_server_key` (the secret is printed once)
+        return False  # created from a game's page or `manage.py create_server_key`: the secret shows once
 
     @admin.action(description="Revoke the selected keys (401 at once)")
     def revoke_keys(self, request, queryset):
@@ -36,6 +38,27 @@ class ServerKeyAdmin(admin.ModelAdmin):
             server_key_revoke(key_id=key.key_id)
             audit(action="revoke_key", target=key.key_id, actor=request.user, game=key.game)
         self.message_user(request, f"{queryset.count()} key(s) revoked.")
+
+    @admin.action(description="Rotate the selected keys (new key now; the old one works 24 h more)")
+    def rotate_keys(self, request, queryset):
+        for key in queryset.filter(revoked_at__isnull=True):
+            new = server_key_rotate(key_id=key.key_id, overlap_s=86400, now=timezone.now())
+            audit(action="rotate_key", target=key.key_id, actor=request.user, game=key.game, reason=new.key_id)
+            self.message_user(
+                request,
+                f"New key {new.key_id}, secret {new.secret} (shown once: copy it now). {key.key_id} retires in 24 h.",
+                messages.WARNING,
+            )
+
+
+class BanForm(forms.ModelForm):
+    revoke_since = forms.DateTimeField(
+        required=False, help_text="Optional: also revoke their results played since then (boards corrected)."
+    )
+
+    class Meta:
+        model = Ban
+        fields = ("game", "player_id", "reason", "lifted_at")
 
 
 @admin.register(GameRules)
@@ -45,9 +68,30 @@ class GameRulesAdmin(admin.ModelAdmin):
 
 @admin.register(Ban)
 class BanAdmin(admin.ModelAdmin):
+    """Ban (optionally revoking results in a window); lift a ban by setting `lifted at`."""
+
+    form = BanForm
     list_display = ("player_id", "game", "reason", "created_at", "lifted_at")
     list_filter = ("game",)
     search_fields = ("player_id",)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            if obj.lifted_at:
+                audit(action="lift_ban", target=obj.player_id, actor=request.user, game=obj.game, reason=obj.reason)
+            return
+        result = player_ban(
+            game=obj.game,
+            player_id=obj.player_id,
+            reason=obj.reason,
+            revoke_since=form.cleaned_data.get("revoke_since"),
+            actor=request.user,
+        )
+        saved = Ban.objects.filter(game=obj.game, player_id=obj.player_id, lifted_at__isnull=True).first()
+        if saved is not None:
+            obj.pk = saved.pk
+        self.message_user(request, f"{obj.player_id} banned; {result.revoked} result(s) revoked.")
 
 
 @admin.register(AuditEntry)
@@ -74,7 +118,7 @@ class ReviewQueueAdmin(admin.ModelAdmin):
     list_filter = ("status", "reason", "game", "season")
     search_fields = ("player_id", "match_id")
     show_facets = admin.ShowFacets.ALWAYS
-    actions = ["approve", "revoke"]
+    actions = ["approve", "revoke", "reinstate"]
     readonly_fields = [f.name for f in ReviewItem._meta.fields] + ["history"]
 
     def get_queryset(self, request):
@@ -136,3 +180,7 @@ class ReviewQueueAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected results (boards corrected from the ledger)")
     def revoke(self, request, queryset):
         return self._confirm(request, queryset, action="revoke", verb="Revoke", service=results_revoke)
+
+    @admin.action(description="Reinstate the selected revoked results (undo a disqualification)")
+    def reinstate(self, request, queryset):
+        return self._confirm(request, queryset, action="reinstate", verb="Reinstate", service=results_reinstate)

@@ -225,3 +225,43 @@ def anomalies_review(
     if cleared:
         results_approve(event_ids=cleared, reason=f"re-check: within the 7-day cohort ({threshold})")
     return len(suspects), len(cleared)
+
+
+def results_reinstate(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+    """Undo a revocation (a disqualification is reversible): revoked results become accepted again
+    and go down the normal apply path. Their old dedup markers are dropped first, so the apply
+    counts them (the correction that revoked them took them off the boards)."""
+    from scoring.services import enqueue_apply
+
+    now = timezone.now()
+    with transaction.atomic():
+        events = list(
+            ScoreEvent.objects.select_for_update()
+            .filter(id__in=event_ids, status=EventStatus.REVOKED)
+            .exclude(player_id__startswith="~deleted~")
+            .select_related("game")
+        )
+        for event in events:
+            SeasonTotal.objects.get_or_create(season_id=event.season_id, player_id=event.player_id)
+            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
+                points=F("points") + event.points
+            )
+            audit(
+                action="reinstate",
+                target=str(event.id),
+                actor=actor,
+                actor_label=actor_label,
+                game=event.game,
+                reason=reason,
+            )
+        ids = [e.id for e in events]
+        pipe = redis_boards.client().pipeline(transaction=False)
+        for event_id in ids:
+            pipe.hdel(*redis_boards.dedup_location(event_id))
+        pipe.execute()
+        ScoreEvent.objects.filter(id__in=ids).update(
+            status=EventStatus.ACCEPTED, reason="", accepted_at=now, applied_at=None, enqueued_at=None, reviewed_at=now
+        )
+        if ids:
+            transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
+    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))

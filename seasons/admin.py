@@ -81,7 +81,21 @@ class GameAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "created_at")
     search_fields = ("slug", "name")
     inlines = [SeasonInline]
-    actions = ["end_current_season"]
+    actions = ["end_current_season", "create_server_key"]
+
+    @admin.action(description="Create a server key for the selected games (the secret is shown once)")
+    def create_server_key(self, request, queryset):
+        from anticheat.moderation import audit
+        from anticheat.services import server_key_create
+
+        for game in queryset:
+            key = server_key_create(game=game, label=f"admin {request.user.get_username()}")
+            audit(action="create_key", target=key.key_id, actor=request.user, game=game)
+            self.message_user(
+                request,
+                f"{game.slug}: key {key.key_id}, secret {key.secret} (shown once: copy it now).",
+                messages.WARNING,
+            )
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the slug or tie rule of a live game would orphan or misrank its boards.

@@ -165,3 +165,27 @@ def test_matches_per_hour_beyond_the_rule_go_to_review():
         ]
         == "accepted"
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eight_concurrent_senders_get_exactly_the_players_bucket():
+    """No refill within the test (one token an hour): exactly the capacity is accepted."""
+    game = make_game()
+    GameRules.objects.filter(game=game).update(player_burst=5, player_refill_s=3600)
+    key = make_key(game)
+    answers: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def send() -> None:
+        barrier.wait()
+        for _ in range(3):
+            body = match_body([{"player_id": "amy", "points": 1}])
+            answers.append(submit_direct(game, key, body, now=timezone.now()).body["results"][0]["status"])
+        connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers.count("accepted") == 5 and answers.count("pending_review") == 19

@@ -87,3 +87,42 @@ def test_approve_and_revoke_in_either_order_leave_no_ghost():
     drain()
     assert boards_diff(game=game, now=timezone.now()) == {}
     assert ScoreEvent.objects.filter(id__in=pending, status="revoked").count() == 2
+
+
+def test_a_disqualification_is_reversible(client, moderator):
+    from anticheat.moderation import results_reinstate
+
+    game = quarantined_game()
+    client.force_login(moderator)
+    amy = list(ScoreEvent.objects.filter(player_id="amy", status="accepted").values_list("id", flat=True)[:2])
+    before = client.get("/api/v1/games/arena/boards/all/players/amy").json()["score"]
+    results_revoke(event_ids=amy, reason="suspected")
+    client.post(QUEUE, {"action": "reinstate", "_selected_action": amy, "confirm": "yes", "reason": "appeal won"})
+    assert results_reinstate(event_ids=amy, reason="again").changed == 0  # already reinstated
+    drain()
+    assert client.get("/api/v1/games/arena/boards/all/players/amy").json()["score"] == before
+    assert boards_diff(game=game, now=timezone.now()) == {}
+
+
+def test_keys_and_bans_from_the_admin_are_audited(client, moderator):
+    from anticheat.models import Ban, ServerKey
+
+    game = quarantined_game()
+    admin_user = User.objects.create_superuser("root", password="pw")
+    client.force_login(admin_user)
+    response = client.post("/admin/seasons/game/", {"action": "create_server_key", "_selected_action": [game.pk]})
+    assert response.status_code == 302
+    key = ServerKey.objects.filter(game=game).order_by("-created_at").first()
+    page = client.get("/admin/seasons/game/", follow=True).content.decode()
+    assert key.key_id in page or AuditEntry.objects.filter(action="create_key", target=key.key_id).exists()
+    client.post("/admin/anticheat/serverkey/", {"action": "rotate_keys", "_selected_action": [key.pk]})
+    key.refresh_from_db()
+    assert key.expires_at is not None
+    client.post(
+        "/admin/anticheat/ban/add/",
+        {"game": game.pk, "player_id": "amy", "reason": "cheating", "revoke_since": "2020-01-01 00:00:00"},
+    )
+    assert Ban.objects.filter(player_id="amy", lifted_at__isnull=True).exists()
+    assert ScoreEvent.objects.filter(player_id="amy", status__in=["accepted", "pending_review"]).count() == 0
+    assert {"create_key", "rotate_key", "ban"} <= set(AuditEntry.objects.values_list("action", flat=True))
+    assert boards_diff(game=game, now=timezone.now()) == {}

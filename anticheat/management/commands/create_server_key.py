@@ -2,6 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from anticheat.moderation import audit
 from anticheat.services import server_key_create
 from seasons.models import Game
 
@@ -18,4 +19,5 @@ class Command(BaseCommand):
         if game is None:
             raise CommandError(f"unknown game {options['slug']!r}")
         key = server_key_create(game=game, label=options["label"])
+        audit(action="create_key", target=key.key_id, actor_label="manage.py create_server_key", game=game)
         self.stdout.write(json.dumps({"key_id": key.key_id, "secret": key.secret}))
