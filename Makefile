@@ -36,7 +36,8 @@ run: venv services migrate ## start the stack on PORT (default 8000): web, worke
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	bash scripts/run.sh
 
-test: venv services ## run the test suite (extra args: PYTEST_ARGS=...)
+test: venv services ## run the test suite (extra args: PYTEST_ARGS=...); installs chromium if missing
+	bash scripts/browser.sh
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: venv services ## run the benchmarks
