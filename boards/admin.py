@@ -6,7 +6,7 @@ from anticheat.moderation import audit
 from scoring.validation import REGION_RE
 
 from .models import Friendship, Player, SeasonRegion
-from .services import player_region_move
+from .services import player_delete, player_region_move
 
 
 @admin.register(Player)
@@ -15,6 +15,14 @@ class PlayerAdmin(admin.ModelAdmin):
     list_filter = ("game", "hidden")
     search_fields = ("player_id", "display_name")
     readonly_fields = ("game", "player_id", "created_at", "deleted_at", "hidden")
+    actions = ["delete_accounts"]
+
+    @admin.action(description="Delete the selected accounts (off every board at once, ledger pseudonymised)")
+    def delete_accounts(self, request, queryset):
+        for player in queryset.filter(deleted_at__isnull=True).select_related("game"):
+            player_delete(game=player.game, player_id=player.player_id)
+            audit(action="delete_account", target=player.player_id, actor=request.user, game=player.game)
+        self.message_user(request, "Accounts deleted.", messages.SUCCESS)
 
 
 class MoveForm(forms.Form):

@@ -90,3 +90,37 @@ def test_unknown_game_or_board_is_refused():
         await sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())
+
+
+def publish_then_close() -> int:
+    try:
+        return publish_live()
+    finally:
+        connections.close_all()
+
+
+def test_two_publishers_at_once_send_one_message_per_board():
+    game = make_game()
+    key = make_key(game)
+    submit(game, key, "amy", 50)
+    drain()
+
+    async def scenario() -> None:
+        socket = WebsocketCommunicator(application, "/ws/games/arena/boards/all/", headers=HEADERS)
+        assert (await socket.connect())[0]
+        await socket.receive_json_from(timeout=5)
+        await sync_to_async(submit)(game, key, "bob", 90)
+        await sync_to_async(drain)()
+        # Two web-sized publishers (as if two beat processes ran) tick at the same moment.
+        sent = await asyncio.gather(
+            sync_to_async(publish_then_close, thread_sensitive=False)(),
+            sync_to_async(publish_then_close, thread_sensitive=False)(),
+        )
+        assert sorted(sent)[-1] >= 1 and sum(sent) == sorted(sent)[-1]  # only one of them pushed
+        pushed = await socket.receive_json_from(timeout=5)
+        assert [e["player_id"] for e in pushed["entries"]] == ["bob", "amy"]
+        assert await socket.receive_nothing(timeout=0.5)
+        await socket.disconnect()
+        await sync_to_async(connections.close_all)()
+
+    asyncio.run(scenario())

@@ -117,3 +117,18 @@ def test_friends_board_ranks_among_friends_with_board_ranks(client, rule):
     assert [e["player_id"] for e in entries] == ["dan", "eve"]
     assert signed(client, key, "PUT", f"{BASE}/players/dan/friends/dan").status_code == 400
     assert client.put(f"{BASE}/players/dan/friends/amy").status_code == 401
+
+
+def test_an_admin_deletes_an_account(client):
+    from django.contrib.auth.models import User
+
+    from boards.models import Player
+
+    game = make_game()
+    key = make_key(game)
+    seed(game, key, [("amy", 90), ("bob", 50)])
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    amy = Player.objects.get(player_id="amy")
+    client.post("/admin/boards/player/", {"action": "delete_accounts", "_selected_action": [amy.pk]})
+    assert [p for _, p, _, _ in top(client)] == ["bob"]
+    assert not ScoreEvent.objects.filter(player_id="amy").exists()
