@@ -137,7 +137,7 @@ class BoardPlayerApi(APIView):
                 "rank": standing.rank,
                 "total": standing.total,
                 "percentile": standing.percentile,
-                "percentile_error": 0.0,
+                "percentile_error": standing.percentile_error,
             }
         )
 

@@ -69,3 +69,18 @@ def publish_live() -> int:
     if postponed:
         client.sadd(redis_boards.dirty_key(), *postponed)
     return sent
+
+
+def histograms_refresh() -> int:
+    """Beat, every minute: recompute the histogram of every board that changed since."""
+    from .selectors import histogram
+
+    client = redis_boards.client()
+    keys = [str(k) for k in client.spop(redis_boards.histogram_dirty_key(), 10_000) or []]
+    done = 0
+    for key in keys:
+        view = view_of(key)
+        if view is not None and not view.frozen:
+            histogram(view, refresh=True)
+            done += 1
+    return done

@@ -4,6 +4,7 @@ Each read resolves the season once and runs one Lua script, so an answer never m
 moments. Ranks follow the game's tie rule and are computed from counts (boards/lua/).
 """
 
+import json
 import re
 import threading
 import time
@@ -246,14 +247,22 @@ class Standing:
     rank: int
     total: int
     lower: int
+    approximate: tuple[float, float] | None = None
 
     @property
     def percentile(self) -> float:
-        """Share of ranked players with a strictly lower score, in percent, floored to 0.1
-        (exact: ZCOUNT on one Redis is O(log n), so percentile_error is always 0 here)."""
+        """Share of ranked players with a strictly lower (worse) score, in percent, floored to 0.1:
+        exact for the top 10,000, otherwise read from the score histogram (API.md)."""
+        if self.approximate is not None:
+            return self.approximate[0]
         if self.total == 0:
             return 0.0
         return (self.lower * 1000 // self.total) / 10
+
+    @property
+    def percentile_error(self) -> float:
+        """The bound in percentage points: 0 when exact, else the player's histogram bucket's share."""
+        return self.approximate[1] if self.approximate is not None else 0.0
 
 
 def board_player(*, view: BoardView, player_id: str) -> Standing | None:
@@ -275,7 +284,8 @@ def board_player(*, view: BoardView, player_id: str) -> Standing | None:
     points, rank, total, lower, name = reply
     if name is None:
         name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
-    return Standing(player_id, name, view.shown(int(points)), int(rank), int(total), int(lower))
+    approximate = percentile_from_histogram(view, int(points)) if int(rank) > EXACT_RANKS else None
+    return Standing(player_id, name, view.shown(int(points)), int(rank), int(total), int(lower), approximate)
 
 
 def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, Any]] | None:
@@ -372,24 +382,25 @@ def board_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None
     return view.shown(view.codec.points(score)), rank
 
 
-DISTRIBUTION_BUCKETS = 20
-_distribution_cache: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+DISTRIBUTION_BUCKETS = 100
+HISTOGRAM_MAX_AGE_S = 60
+EXACT_RANKS = 10_000
 
 
-def board_distribution(*, view: BoardView, max_age_s: float = 30.0) -> dict[str, Any]:
-    """An equi-depth histogram of the board's scores (up to 20 buckets, bounds inclusive, ascending,
-    disjoint: players with equal scores always share a bucket). Recomputed at most every 30 s per
-    web process, so at least once a minute."""
-    generation = (
-        "frozen" if view.frozen else str(redis_boards.client().get(redis_boards.generation_key(view.game.slug)) or "0")
-    )
-    cache_key = (view.ref.key, generation)
-    hit = _distribution_cache.get(cache_key)
-    if hit is not None and hit[0] > time.monotonic():
-        return hit[1]
-    result = _distribution_frozen(view) if view.frozen else _distribution_live(view)
-    _distribution_cache[cache_key] = (time.monotonic() + max_age_s, result)
-    return result
+def board_distribution(*, view: BoardView) -> dict[str, Any]:
+    """The equi-depth histogram used for percentiles and the chart (up to 100 buckets, bounds
+    inclusive, ascending, disjoint: equal scores always share a bucket). Kept in Redis for at most
+    a minute (and refreshed by beat for boards that changed), so recomputed at least once a minute."""
+    if view.frozen:
+        return _distribution_frozen(view)
+    buckets, total = histogram(view)
+    shown = [{"min_score": lo, "max_score": hi, "players": n} for lo, hi, n in buckets]
+    if view.game.ascending:  # stored inverted: turn the buckets back into values, ascending
+        shown = [
+            {"min_score": view.shown(b["max_score"]), "max_score": view.shown(b["min_score"]), "players": b["players"]}
+            for b in reversed(shown)
+        ]
+    return {"buckets": shown, "total": total}
 
 
 def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
@@ -397,12 +408,28 @@ def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
     return [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else top) for i, low in enumerate(lows)]
 
 
-def _distribution_live(view: BoardView) -> dict[str, Any]:
+def histogram(view: BoardView, *, refresh: bool = False) -> tuple[list[tuple[int, int, int]], int]:
+    """(buckets of stored points (low, high, players), total), from Redis when fresh enough."""
+    client = redis_boards.client()
+    key = redis_boards.histogram_key(view.ref.key)
+    generation = str(client.get(redis_boards.generation_key(view.game.slug)) or "0")
+    if not refresh:
+        cached = client.get(key)
+        if cached:
+            data = json.loads(cached)
+            if data["generation"] == generation:
+                return [(int(b[0]), int(b[1]), int(b[2])) for b in data["buckets"]], int(data["total"])
+    buckets, total = _histogram_compute(view)
+    client.set(key, json.dumps({"generation": generation, "buckets": buckets, "total": total}), ex=HISTOGRAM_MAX_AGE_S)
+    return buckets, total
+
+
+def _histogram_compute(view: BoardView) -> tuple[list[tuple[int, int, int]], int]:
     client = redis_boards.client()
     key, codec = view.ref.key, view.codec
     total = int(client.zcard(key))
     if total == 0:
-        return {"buckets": [], "total": 0}
+        return [], 0
     count = min(DISTRIBUTION_BUCKETS, total)
     pipe = client.pipeline(transaction=False)
     for i in range(count):
@@ -410,22 +437,25 @@ def _distribution_live(view: BoardView) -> dict[str, Any]:
         pipe.zrange(key, position, position, withscores=True)
     pipe.zrange(key, -1, -1, withscores=True)
     replies = pipe.execute()
-    lows = [codec.points(reply[0][1]) for reply in replies[:-1]]
-    top = codec.points(replies[-1][0][1])
+    lows = [codec.points(reply[0][1]) for reply in replies[:-1] if reply]
+    top = codec.points(replies[-1][0][1]) if replies[-1] else max(lows)
     bounds = _bucket_bounds(lows, top)
     pipe = client.pipeline(transaction=False)
     for low, high in bounds:
         pipe.zcount(key, codec.min_score_for_points(low), codec.min_score_for_points(high + 1) - 1)
     counts = pipe.execute()
-    buckets = [
-        {"min_score": low, "max_score": high, "players": int(n)} for (low, high), n in zip(bounds, counts, strict=True)
-    ]
-    if view.game.ascending:  # stored inverted: turn the buckets back into values, ascending
-        buckets = [
-            {"min_score": view.shown(b["max_score"]), "max_score": view.shown(b["min_score"]), "players": b["players"]}
-            for b in reversed(buckets)
-        ]
-    return {"buckets": buckets, "total": total}
+    return [(low, high, int(n)) for (low, high), n in zip(bounds, counts, strict=True)], total
+
+
+def percentile_from_histogram(view: BoardView, stored_points: int) -> tuple[float, float]:
+    """(percentile, error bound in percentage points) read from the histogram: players in buckets
+    wholly below, and the share of the player's own bucket as the bound."""
+    buckets, total = histogram(view)
+    if total == 0:
+        return 0.0, 0.0
+    below = sum(n for _, high, n in buckets if high < stored_points)
+    own = next((n for low, high, n in buckets if low <= stored_points <= high), 0)
+    return (below * 1000 // total) / 10, -(-own * 1000 // total) / 10
 
 
 def _distribution_frozen(view: BoardView) -> dict[str, Any]:

@@ -30,6 +30,7 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
         "anticheat.anomalies": {"task": "anticheat.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # One publisher for all web processes: each changed board's top 10, at most once a second.
         "boards.publish_live": {"task": "boards.publish_live", "schedule": 1.0, "options": {"expires": 5}},
+        "boards.histograms": {"task": "boards.histograms", "schedule": 60.0, "options": {"expires": 120}},
     }
 
 

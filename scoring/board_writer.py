@@ -137,6 +137,7 @@ def events_apply(
         on_boards.extend(e.id for e in part if e.id not in refused)
     if changed:  # for the live publisher (boards/events.py): one push per board per second at most
         client.sadd(redis_boards.dirty_key(), *changed)
+        client.sadd(redis_boards.histogram_dirty_key(), *changed)
     return report, on_boards, overflow
 
 

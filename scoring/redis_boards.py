@@ -84,6 +84,16 @@ class BoardRef:
         return cls(game, int(season_id), board, region, period)
 
 
+def histogram_key(board_key: str) -> str:
+    """A board's equi-depth score histogram (JSON), kept for a minute."""
+    return f"{_prefix()}:hist:{board_key}"
+
+
+def histogram_dirty_key() -> str:
+    """Boards changed since the histogram task last ran (a set of board keys)."""
+    return f"{_prefix()}:hist-dirty"
+
+
 def dirty_key() -> str:
     """Boards changed since the live publisher last looked (a set of board keys)."""
     return f"{_prefix()}:dirty"

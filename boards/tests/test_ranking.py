@@ -227,3 +227,21 @@ def test_distribution_buckets_are_equi_depth_disjoint_and_keep_ties_together(cli
         "buckets": [],
         "total": 0,
     }
+
+
+def test_percentile_is_exact_in_the_top_ranks_and_read_from_the_histogram_below(client, monkeypatch):
+    from boards import selectors
+
+    monkeypatch.setattr(selectors, "EXACT_RANKS", 10)  # 10,000 in production
+    game = make_game()
+    key = make_key(game)
+    now = timezone.now()
+    for i in range(200):
+        submit_direct(game, key, match_body([{"player_id": f"p{i:03d}", "points": i}]), now=now)
+    drain()
+    top = client.get("/api/v1/games/arena/boards/all/players/p195").json()
+    assert (top["percentile"], top["percentile_error"]) == (97.5, 0.0)  # 195 of 200 below: exact
+    low = client.get("/api/v1/games/arena/boards/all/players/p050").json()
+    assert low["rank"] == 150 and low["percentile_error"] == 1.0  # its bucket: 2 of 200 players
+    assert abs(low["percentile"] - 25.0) <= low["percentile_error"]
+    assert len(client.get("/api/v1/games/arena/boards/all/distribution").json()["buckets"]) == 100
