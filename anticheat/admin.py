@@ -5,6 +5,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
 
+from leaderboard_site.admin_mixins import ReadOnlyAdminMixin
 from scoring.models import ReviewItem
 
 from .models import AuditEntry, Ban, GameRules, ServerKey
@@ -95,19 +96,10 @@ class BanAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "actor_label", "action", "game", "target", "reason")
     list_filter = ("action", "game")
     search_fields = ("target", "actor_label", "reason")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(ReviewItem)

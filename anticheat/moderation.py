@@ -4,7 +4,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -49,11 +49,8 @@ def player_ban(
     results played since then are revoked (kept in the ledger, status `revoked`), their season
     totals reduced, and every board they were on corrected from what remains."""
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                Ban.objects.create(game=game, player_id=player_id, reason=reason)
-        except IntegrityError:
-            pass  # already banned: banning is idempotent
+        # Idempotent: a player already banned keeps their one active ban.
+        Ban.objects.get_or_create(game=game, player_id=player_id, lifted_at=None, defaults={"reason": reason})
         audit(action="ban", target=player_id, actor=actor, actor_label=actor_label, game=game, reason=reason)
         revoked = 0
         if revoke_since is not None:
@@ -86,6 +83,18 @@ def _correct(game: Game, player_id: str, attempts: int = 50) -> int:
     raise CorrectionPaused(game.slug)
 
 
+def _account(events: list[ScoreEvent], *, sign: int, action: str, reason: str, actor, actor_label: str) -> None:
+    """Season totals follow a status change (+points into accepted, -points out of it); audited."""
+    for event in events:
+        if sign > 0:
+            SeasonTotal.objects.get_or_create(season_id=event.season_id, player_id=event.player_id)
+        if sign:
+            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
+                points=F("points") + sign * event.points
+            )
+        audit(action=action, target=str(event.id), actor=actor, actor_label=actor_label, game=event.game, reason=reason)
+
+
 @dataclass(frozen=True)
 class ReviewResult:
     changed: int
@@ -106,19 +115,7 @@ def results_approve(*, event_ids: list[int], reason: str, actor=None, actor_labe
             .select_related("game")
             .order_by("id")
         )
-        for event in events:
-            SeasonTotal.objects.get_or_create(season_id=event.season_id, player_id=event.player_id)
-            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
-                points=F("points") + event.points
-            )
-            audit(
-                action="approve",
-                target=str(event.id),
-                actor=actor,
-                actor_label=actor_label,
-                game=event.game,
-                reason=reason,
-            )
+        _account(events, sign=+1, action="approve", reason=reason, actor=actor, actor_label=actor_label)
         ids = [e.id for e in events]
         ScoreEvent.objects.filter(id__in=ids).update(
             status=EventStatus.ACCEPTED,
@@ -144,19 +141,10 @@ def results_revoke(*, event_ids: list[int], reason: str, actor=None, actor_label
             .select_related("game")
             .order_by("id")
         )
-        for event in events:
-            if event.status == EventStatus.ACCEPTED:
-                SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
-                    points=F("points") - event.points
-                )
-            audit(
-                action="revoke",
-                target=str(event.id),
-                actor=actor,
-                actor_label=actor_label,
-                game=event.game,
-                reason=reason,
-            )
+        counted = [e for e in events if e.status == EventStatus.ACCEPTED]
+        _account(counted, sign=-1, action="revoke", reason=reason, actor=actor, actor_label=actor_label)
+        others = [e for e in events if e.status != EventStatus.ACCEPTED]
+        _account(others, sign=0, action="revoke", reason=reason, actor=actor, actor_label=actor_label)
         ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(status=EventStatus.REVOKED, reason="revoked")
     for game_id, player_id in sorted({(e.game_id, e.player_id) for e in events}):
         game = next(e.game for e in events if e.game_id == game_id)
@@ -172,11 +160,7 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
             .filter(id__in=[e.id for e in events], status=EventStatus.ACCEPTED)
             .select_related("game")
         )
-        for event in locked:
-            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
-                points=F("points") - event.points
-            )
-            audit(action="withhold", target=str(event.id), actor_label="anomaly job", game=event.game, reason=reason)
+        _account(locked, sign=-1, action="withhold", reason=reason, actor=None, actor_label="anomaly job")
         ScoreEvent.objects.filter(id__in=[e.id for e in locked]).update(
             status=EventStatus.PENDING_REVIEW, reason="anomaly"
         )
@@ -241,19 +225,7 @@ def results_reinstate(*, event_ids: list[int], reason: str, actor=None, actor_la
             .exclude(player_id__startswith="~deleted~")
             .select_related("game")
         )
-        for event in events:
-            SeasonTotal.objects.get_or_create(season_id=event.season_id, player_id=event.player_id)
-            SeasonTotal.objects.filter(season_id=event.season_id, player_id=event.player_id).update(
-                points=F("points") + event.points
-            )
-            audit(
-                action="reinstate",
-                target=str(event.id),
-                actor=actor,
-                actor_label=actor_label,
-                game=event.game,
-                reason=reason,
-            )
+        _account(events, sign=+1, action="reinstate", reason=reason, actor=actor, actor_label=actor_label)
         ids = [e.id for e in events]
         pipe = redis_boards.client().pipeline(transaction=False)
         for event_id in ids:

@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from leaderboard_site.admin_mixins import ReadOnlyAdminMixin
+
 from .models import ScoreEvent
 
 
 @admin.register(ScoreEvent)
-class ScoreEventAdmin(admin.ModelAdmin):
+class ScoreEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The ledger, read-only: results are changed only through moderation actions."""
 
     list_display = ("match_id", "player_id", "points", "status", "reason", "played_at", "accepted_at", "applied_at")
@@ -12,12 +14,3 @@ class ScoreEventAdmin(admin.ModelAdmin):
     search_fields = ("player_id", "match_id")
     date_hierarchy = "played_at"
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -7,6 +7,7 @@ from django.http import HttpResponseRedirect, StreamingHttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
+from leaderboard_site.admin_mixins import ReadOnlyAdminMixin
 from scoring.encoding import time_bits_for_window
 
 from .exports import standings_csv, standings_json
@@ -168,20 +169,11 @@ class SeasonAdmin(admin.ModelAdmin):
 
 
 @admin.register(FrozenStanding)
-class FrozenStandingAdmin(admin.ModelAdmin):
+class FrozenStandingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("season", "board", "region", "period", "rank", "player_id", "score")
     list_filter = ("board", "region")
     search_fields = ("player_id",)
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(SeasonPointer)
@@ -216,15 +208,6 @@ class SeasonPointerAdmin(admin.ModelAdmin):
 
 
 @admin.register(SeasonPointerChange)
-class SeasonPointerChangeAdmin(admin.ModelAdmin):
+class SeasonPointerChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("game", "version", "from_season", "to_season", "actor", "reason", "created_at")
     list_filter = ("game",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
