@@ -5,6 +5,7 @@ import hmac
 import logging
 import math
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +32,19 @@ def signature_compute(*, secret: str, timestamp: str, method: str, path: str, bo
     """`v1=` + hex HMAC-SHA256 over "timestamp\\nMETHOD\\npath?query\\nbody" (API.md section 2)."""
     message = b"\n".join([timestamp.encode(), method.upper().encode(), path.encode(), body])
     return SIGNATURE_PREFIX + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def signed_headers(
+    *, key_id: str, secret: str, method: str, path: str, body: bytes, timestamp: int | None = None
+) -> dict[str, str]:
+    """The three signature headers for a request (what a match server sends; used by the demo
+    stream and the tests)."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    return {
+        HEADER_KEY: key_id,
+        HEADER_TIMESTAMP: ts,
+        HEADER_SIGNATURE: signature_compute(secret=secret, timestamp=ts, method=method, path=path, body=body),
+    }
 
 
 def server_key_create(*, game: Game, label: str = "") -> ServerKey:

@@ -1,7 +1,6 @@
 """Helpers for the test suites: games, keys, signed requests and draining the apply queue."""
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from anticheat.models import GameRules, ServerKey
-from anticheat.services import server_key_create, signature_compute
+from anticheat.services import server_key_create, signed_headers
 from scoring.board_writer import events_apply_by_id
 from scoring.models import EventStatus, ScoreEvent
 from scoring.services import matches_submit
@@ -69,14 +68,15 @@ def signed_post(
         body = json.dumps(body)
     if isinstance(body, str):
         body = body.encode()
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    signature = signature_compute(secret=secret or key.secret, timestamp=ts, method="POST", path=path, body=body)
+    headers = signed_headers(
+        key_id=key.key_id, secret=secret or key.secret, method="POST", path=path, body=body, timestamp=timestamp
+    )
     return client.generic(
         "POST",
         path,
         data=tamper if tamper is not None else body,
         content_type="application/json",
-        headers={"X-Leaderboard-Key": key.key_id, "X-Leaderboard-Timestamp": ts, "X-Leaderboard-Signature": signature},
+        headers=headers,
     )
 
 

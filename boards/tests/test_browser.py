@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from anticheat.services import signature_compute
+from anticheat.services import signed_headers
 from leaderboard_site.testing import iso, make_game, make_key
 from scoring.tests.test_worker_integration import ROOT, process_env, start, start_worker, stop
 
@@ -79,19 +79,9 @@ def service():
 def submit(url: str, key, results: list[dict]) -> None:
     path = f"/api/v1/games/{key.game.slug}/matches/{uuid.uuid4()}/results"
     body = json.dumps({"played_at": iso(timezone.now()), "duration_s": 600, "results": results}).encode()
-    ts = str(int(time.time()))
+    headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=body)
     request = urllib.request.Request(
-        url + path,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "X-Leaderboard-Key": key.key_id,
-            "X-Leaderboard-Timestamp": ts,
-            "X-Leaderboard-Signature": signature_compute(
-                secret=key.secret, timestamp=ts, method="POST", path=path, body=body
-            ),
-        },
+        url + path, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 202

@@ -1,12 +1,11 @@
 """Profiles, privacy, account deletion and friends (API.md section 4, section 3 friends)."""
 
 import json
-import time
 
 import pytest
 from django.utils import timezone
 
-from anticheat.services import signature_compute
+from anticheat.services import signed_headers
 from leaderboard_site.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.models import ScoreEvent
 from scoring.selectors import boards_diff
@@ -18,14 +17,7 @@ BASE = "/api/v1/games/arena"
 
 def signed(client, key, method: str, path: str, body: dict | None = None):
     raw = json.dumps(body).encode() if body is not None else b""
-    ts = str(int(time.time()))
-    headers = {
-        "X-Leaderboard-Key": key.key_id,
-        "X-Leaderboard-Timestamp": ts,
-        "X-Leaderboard-Signature": signature_compute(
-            secret=key.secret, timestamp=ts, method=method, path=path, body=raw
-        ),
-    }
+    headers = signed_headers(key_id=key.key_id, secret=key.secret, method=method, path=path, body=raw)
     return client.generic(method, path, data=raw, content_type="application/json", headers=headers)
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand
 
-from anticheat.services import server_key_create, signature_compute
+from anticheat.services import server_key_create, signed_headers
 from scoring.demo import demo_match, demo_players
 from seasons.selectors import game_get
 
@@ -37,19 +37,12 @@ class Command(BaseCommand):
             match_id = match.pop("match_id")
             path = f"/api/v1/games/demo/matches/{match_id}/results"
             body = json.dumps(match).encode()
-            ts = str(int(time.time()))
+            headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=body)
             request = urllib.request.Request(
                 options["url"].rstrip("/") + path,
                 data=body,
                 method="POST",
-                headers={
-                    "Content-Type": "application/json",
-                    "X-Leaderboard-Key": key.key_id,
-                    "X-Leaderboard-Timestamp": ts,
-                    "X-Leaderboard-Signature": signature_compute(
-                        secret=key.secret, timestamp=ts, method="POST", path=path, body=body
-                    ),
-                },
+                headers={"Content-Type": "application/json", **headers},
             )
             try:
                 with urllib.request.urlopen(request, timeout=10) as response:
