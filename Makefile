@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop migrate run test bench lint typecheck check schema
+.PHONY: help venv services services-stop migrate run test bench lint typecheck layers check schema
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -46,10 +46,13 @@ bench: venv services ## run the benchmarks
 lint: venv ## ruff check + format check
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-typecheck: venv ## mypy (django-stubs) on services, selectors and the Redis modules
+typecheck: venv ## mypy on every app (strict on services, selectors, the Redis modules and the tasks)
 	$(VENV)/bin/mypy
 
-check: venv lint typecheck ## lint, types and migrations in sync (CI runs this before the tests)
+layers: venv ## import-linter: apps import only from the layers below them (pyproject.toml)
+	PYTHONPATH=. $(VENV)/bin/lint-imports
+
+check: venv lint typecheck layers ## lint, types, layers and migrations in sync (CI runs this before the tests)
 	$(PY) manage.py makemigrations --check --dry-run >/dev/null
 
 schema: ## regenerate and validate docs/openapi.yaml

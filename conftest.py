@@ -1,15 +1,15 @@
-"""Suite-wide fixtures: every test starts with an empty private Redis and an empty top-N cache."""
+"""Suite-wide fixtures: every test starts with an empty private Redis and empty in-process caches."""
 
 import pytest
 
 from boards.selectors import top_cache
-from scoring import redis_boards
+from common.redis import client
 from seasons.selectors import catalog_clear
 
 
 @pytest.fixture(autouse=True)
 def clean_redis():
-    redis_boards.client().flushall()
+    client().flushall()
     top_cache.clear()
     catalog_clear()
     yield

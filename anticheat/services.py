@@ -1,50 +1,30 @@
-"""Server keys and signatures, and the judge every submitted result passes through."""
+"""Trust policy: server keys and signatures, rate buckets, plausibility rules, the judge every
+submitted result passes through, ban records, the anomaly policy, and the audit log.
 
-import hashlib
+Nothing here reads the ledger or the boards: the callers (scoring) hand in what a decision needs.
+"""
+
 import hmac
 import logging
-import math
 import secrets
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import redis
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.utils import timezone
 
-from leaderboard_site.api_errors import ApiError
-from scoring import redis_boards
+from common.api_errors import ApiError
+from common.ratelimit import buckets_spend, retry_after_s
+from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP, signature_compute
 from seasons.models import Game
 
-from .models import Ban, GameRules, ServerKey
+from . import keys
+from .models import AuditEntry, Ban, GameRules, ServerKey
 
 logger = logging.getLogger(__name__)
-
-SIGNATURE_PREFIX = "v1="
-HEADER_KEY = "X-Leaderboard-Key"
-HEADER_TIMESTAMP = "X-Leaderboard-Timestamp"
-HEADER_SIGNATURE = "X-Leaderboard-Signature"
-
-
-def signature_compute(*, secret: str, timestamp: str, method: str, path: str, body: bytes) -> str:
-    """`v1=` + hex HMAC-SHA256 over "timestamp\\nMETHOD\\npath?query\\nbody" (API.md section 2)."""
-    message = b"\n".join([timestamp.encode(), method.upper().encode(), path.encode(), body])
-    return SIGNATURE_PREFIX + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-
-
-def signed_headers(
-    *, key_id: str, secret: str, method: str, path: str, body: bytes, timestamp: int | None = None
-) -> dict[str, str]:
-    """The three signature headers for a request (what a match server sends; used by the demo
-    stream and the tests)."""
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    return {
-        HEADER_KEY: key_id,
-        HEADER_TIMESTAMP: ts,
-        HEADER_SIGNATURE: signature_compute(secret=secret, timestamp=ts, method=method, path=path, body=body),
-    }
 
 
 def server_key_create(*, game: Game, label: str = "") -> ServerKey:
@@ -124,8 +104,6 @@ IMPLAUSIBLE = Verdict("rejected", "implausible")
 POINTS_PER_MINUTE = Verdict("pending_review", "points_per_minute")
 MATCHES_PER_HOUR = Verdict("pending_review", "matches_per_hour")
 
-_BUCKET = redis_boards.lua_path(__file__, "token_bucket.lua")
-
 
 @dataclass(frozen=True)
 class Rules:
@@ -157,19 +135,6 @@ def rules_for(*, game: Game) -> Rules:
     )
 
 
-def _spend(
-    keys: list[str], wants: list[int], *, capacity: int, ms_per_token: float, now: datetime
-) -> list[tuple[int, int]]:
-    script = redis_boards.lua_script(_BUCKET)
-    ttl_s = int(capacity * ms_per_token / 1000) + 60
-    reply = script(
-        keys=keys,
-        args=[int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants],
-        client=redis_boards.client(),
-    )
-    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
-
-
 def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int | None:
     """Spend one token of the key's request bucket: None if allowed, else Retry-After seconds.
 
@@ -178,9 +143,9 @@ def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int |
     if rules.key_rate_per_s == 0:
         return None
     try:
-        [(granted, wait_ms)] = _spend(
-            [redis_boards.server_key_bucket_key(key.key_id)],
-            [1],
+        [(granted, wait_ms)] = buckets_spend(
+            keys=[keys.server_key_bucket_key(key.key_id)],
+            wants=[1],
             capacity=max(rules.key_burst, 1),
             ms_per_token=1000 / rules.key_rate_per_s,
             now=now,
@@ -188,26 +153,7 @@ def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int |
     except redis.RedisError as exc:
         logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
         return None
-    return None if granted else max(1, math.ceil(wait_ms / 1000))
-
-
-def reader_throttle(*, address: str, now: datetime) -> int | None:
-    """Public reads: one token of the client address's bucket; None if allowed, else Retry-After.
-    Generous by default (READ_RATE_PER_S); 0 switches it off. Fails open when Redis is down."""
-    rate = int(settings.READ_RATE_PER_S)
-    if rate == 0 or not address:
-        return None
-    try:
-        [(granted, wait_ms)] = _spend(
-            [redis_boards.reader_bucket_key(address)],
-            [1],
-            capacity=max(int(settings.READ_RATE_BURST), 1),
-            ms_per_token=1000 / rate,
-            now=now,
-        )
-    except redis.RedisError:
-        return None
-    return None if granted else max(1, math.ceil(wait_ms / 1000))
+    return None if granted else retry_after_s(wait_ms)
 
 
 def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int]], now: datetime) -> list[Verdict]:
@@ -240,7 +186,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
             game,
             results,
             verdicts,
-            key=redis_boards.player_hourly_bucket_key,
+            key=keys.player_hourly_bucket_key,
             capacity=rules.max_matches_per_hour,
             ms_per_token=3_600_000 / rules.max_matches_per_hour,
             verdict=MATCHES_PER_HOUR,
@@ -252,7 +198,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
         game,
         results,
         verdicts,
-        key=redis_boards.player_bucket_key,
+        key=keys.player_bucket_key,
         capacity=rules.player_burst,
         ms_per_token=rules.player_refill_s * 1000,
         verdict=RATE,
@@ -261,12 +207,21 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
     return verdicts
 
 
+def game_rules_set(*, game: Game, **limits: int | None) -> GameRules:
+    """Set some of a game's limits (the others keep theirs, or the defaults); 0 switches one off."""
+    unknown = set(limits) - {f.name for f in GameRules._meta.fields}
+    if unknown:
+        raise ValueError(f"no such limits: {', '.join(sorted(unknown))}")
+    rules, _ = GameRules.objects.update_or_create(game=game, defaults=limits)
+    return rules
+
+
 def _bucket_judge(
     game: Game,
     results: list[tuple[str, int, int]],
     verdicts: list[Verdict],
     *,
-    key,
+    key: Callable[[str, str], str],
     capacity: int,
     ms_per_token: float,
     verdict: Verdict,
@@ -282,9 +237,9 @@ def _bucket_judge(
         return
     players = sorted(wanted)
     try:
-        granted = _spend(
-            [key(game.slug, p) for p in players],
-            [wanted[p] for p in players],
+        granted = buckets_spend(
+            keys=[key(game.slug, p) for p in players],
+            wants=[wanted[p] for p in players],
             capacity=capacity,
             ms_per_token=ms_per_token,
             now=now,
@@ -300,3 +255,50 @@ def _bucket_judge(
             left[player_id] -= 1
         else:
             verdicts[i] = verdict
+
+
+def ban_record(*, game: Game, player_id: str, reason: str = "") -> Ban:
+    """The player's active ban (idempotent: a player already banned keeps their one active ban)."""
+    ban, _ = Ban.objects.get_or_create(game=game, player_id=player_id, lifted_at=None, defaults={"reason": reason})
+    return ban
+
+
+def audit(
+    *,
+    action: str,
+    target: str,
+    actor: User | None = None,
+    actor_label: str = "",
+    game: Game | None = None,
+    reason: str = "",
+) -> None:
+    """One line of the audit log: who (a user, or the command or job that acted), what, on what, why."""
+    AuditEntry.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_label=actor_label or (getattr(actor, "get_username", lambda: "")() or "system"),
+        action=action,
+        game=game,
+        target=target,
+        reason=reason,
+    )
+
+
+@dataclass(frozen=True)
+class AnomalyPolicy:
+    """Results above the cohort's `quantile` of points per match over the last `window_days` go to
+    review, once the cohort holds at least `min_cohort` results."""
+
+    quantile: float = 0.9999
+    min_cohort: int = 10_000
+    window_days: int = 7
+
+
+ANOMALY_POLICY = AnomalyPolicy()
+
+
+def anomalies_judge(*, policy: AnomalyPolicy, cohort_size: int, quantile_points: int | None) -> int | None:
+    """The most points a result may have before the anomaly job withholds it (results at or below
+    it that it withheld earlier are released); None: the cohort is too small to judge."""
+    if cohort_size < policy.min_cohort or quantile_points is None:
+        return None
+    return quantile_points

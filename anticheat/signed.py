@@ -4,7 +4,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from leaderboard_site.api_errors import ApiError
+from common.api_errors import ApiError
 
 from .models import ServerKey
 from .services import request_verify, rules_for, server_key_throttle

@@ -1,7 +1,5 @@
 """Shared bits of the benchmarks: signing, provisioning, payloads, percentiles (no Django)."""
 
-import hashlib
-import hmac
 import json
 import math
 import os
@@ -9,33 +7,26 @@ import random
 import secrets
 import subprocess
 import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the service's own signing helper (standard library only)
+    sys.path.insert(0, str(ROOT))
 REGIONS = ("eu", "na", "asia", "sa")
+
+from common.signing import signed_headers as _signed_headers  # noqa: E402
 
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def sign(secret: str, timestamp: str, method: str, path: str, body: bytes) -> str:
-    """anticheat.services.signature_compute: v1= + hex HMAC-SHA256 of "ts\\nMETHOD\\npath\\nbody"."""
-    message = b"\n".join([timestamp.encode(), method.upper().encode(), path.encode(), body])
-    return "v1=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-
-
 def signed_headers(key_id: str, secret: str, path: str, body: bytes) -> dict[str, str]:
-    ts = str(int(time.time()))
-    return {
-        "Content-Type": "application/json",
-        "X-Leaderboard-Key": key_id,
-        "X-Leaderboard-Timestamp": ts,
-        "X-Leaderboard-Signature": sign(secret, ts, "POST", path, body),
-    }
+    """A signed JSON POST's headers (common/signing.py, the service's own helper)."""
+    headers = _signed_headers(key_id=key_id, secret=secret, method="POST", path=path, body=body)
+    return {"Content-Type": "application/json", **headers}
 
 
 def _manage(*args: str) -> dict:

@@ -26,9 +26,9 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from leaderboard_site.db import insert_unnest  # noqa: E402
+from common.db import insert_unnest  # noqa: E402
+from scoring.freezing import season_freeze  # noqa: E402
 from scoring.models import ScoreEvent  # noqa: E402
-from seasons.freezing import season_freeze  # noqa: E402
 from seasons.periods import week_label  # noqa: E402
 from seasons.services import game_create  # noqa: E402
 

@@ -8,11 +8,11 @@ Measures in one run:
     queue_lag_s == 0, then a sample of players checked on the `all` board for the exact total);
   * accept -> visible lag (p50/p99): each sampled batch carries one unique sentinel player; a
     poller GETs /boards/best/players/{sentinel} every ~20 ms after the batch's answer arrives;
-  * the raw limit: the same events through scoring/lua/apply_events.lua on the same Redis, from
-    one process, grouped and pipelined exactly like board_writer.events_apply (own key prefix);
+  * the raw limit: the same events through boards/lua/apply_events.lua on the same Redis, from
+    one process, grouped and pipelined exactly like boards.writer.events_apply (own key prefix);
   * with --memory: Redis bytes per board member and per dedup marker (1,000,000 each).
 
-Needs no Django: the signature is reimplemented with hmac; provisioning (when --game/--key-id/
+Needs no Django: requests are signed by common/signing.py (standard library only); provisioning (when --game/--key-id/
 --secret are not given) runs `manage.py create_game` / `create_server_key`.
 """
 
@@ -51,10 +51,10 @@ try:
 except ImportError:  # progress is optional
     tqdm = None
 
-LUA = ROOT / "scoring" / "lua" / "apply_events.lua"
+LUA = ROOT / "boards" / "lua" / "apply_events.lua"
 ENQUEUE_CHUNK = 2000  # scoring.services.ENQUEUE_CHUNK: one apply task per 2000 accepted events
 APPLY_CHUNK = 2000  # settings.SCORING_APPLY_CHUNK: events per Lua call
-DEDUP_GROUP = 128  # redis_boards.DEDUP_GROUP
+DEDUP_GROUP = 128  # boards.keys.DEDUP_GROUP
 DAY_TTL = 8 * 86400 + 3600
 WEEK_TTL = 14 * 86400 + 3600
 MONTH_TTL = 35 * 86400 + 3600

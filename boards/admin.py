@@ -1,63 +1,13 @@
-from django import forms
-from django.contrib import admin, messages
-from django.template.response import TemplateResponse
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponseRedirect, StreamingHttpResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
 
-from anticheat.moderation import audit
-from scoring.validation import REGION_RE
+from common.admin_mixins import ReadOnlyAdminMixin
 
-from .models import Friendship, Player, SeasonRegion
-from .services import player_delete, player_region_move
-
-
-@admin.register(Player)
-class PlayerAdmin(admin.ModelAdmin):
-    list_display = ("player_id", "game", "display_name", "region", "hidden", "deleted_at", "created_at")
-    list_filter = ("game", "hidden")
-    search_fields = ("player_id", "display_name")
-    readonly_fields = ("game", "player_id", "created_at", "deleted_at", "hidden")
-    actions = ["delete_accounts"]
-
-    @admin.action(description="Delete the selected accounts (off every board at once, ledger pseudonymised)")
-    def delete_accounts(self, request, queryset):
-        for player in queryset.filter(deleted_at__isnull=True).select_related("game"):
-            player_delete(game=player.game, player_id=player.player_id)
-            audit(action="delete_account", target=player.player_id, actor=request.user, game=player.game)
-        self.message_user(request, "Accounts deleted.", messages.SUCCESS)
-
-
-class MoveForm(forms.Form):
-    region = forms.RegexField(regex=REGION_RE, help_text="2-16 of [a-z0-9-]")
-    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Kept in the audit log.")
-
-
-@admin.register(SeasonRegion)
-class SeasonRegionAdmin(admin.ModelAdmin):
-    list_display = ("player_id", "season", "region", "created_at")
-    list_filter = ("season__game", "region")
-    search_fields = ("player_id",)
-    readonly_fields = ("season", "player_id", "region", "created_at")
-    actions = ["move_region"]
-
-    @admin.action(description="Move the selected players to another region (boards corrected)")
-    def move_region(self, request, queryset):
-        form = MoveForm(request.POST if request.POST.get("confirm") == "yes" else None)
-        if form.is_bound and form.is_valid():
-            for row in queryset.select_related("season__game"):
-                old = player_region_move(season=row.season, player_id=row.player_id, region=form.cleaned_data["region"])
-                audit(
-                    action="move_region",
-                    target=row.player_id,
-                    actor=request.user,
-                    game=row.season.game,
-                    reason=f"{old} -> {form.cleaned_data['region']}: {form.cleaned_data['reason']}",
-                )
-            self.message_user(request, f"{queryset.count()} player(s) moved.", messages.SUCCESS)
-            return None
-        return TemplateResponse(
-            request,
-            "admin/boards/move_region.html",
-            {**self.admin_site.each_context(request), "title": "Move players", "items": queryset, "form": form},
-        )
+from .exports import standings_csv, standings_json
+from .models import Friendship, FrozenStanding, SeasonStandings
+from .standings import standings_count
 
 
 @admin.register(Friendship)
@@ -65,3 +15,57 @@ class FriendshipAdmin(admin.ModelAdmin):
     list_display = ("player_a", "player_b", "game", "created_at")
     list_filter = ("game",)
     search_fields = ("player_a", "player_b")
+
+
+@admin.register(FrozenStanding)
+class FrozenStandingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("season", "board", "region", "period", "rank", "player_id", "score")
+    list_filter = ("board", "region")
+    search_fields = ("player_id",)
+    show_full_result_count = False
+
+
+@admin.register(SeasonStandings)
+class SeasonStandingsAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Frozen seasons and their final standings, as CSV or JSON (what a prize payout reads)."""
+
+    list_display = ("game", "name", "frozen_at", "archived_at", "rows", "downloads")
+    list_filter = ("game",)
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return bool(request.user.is_active and request.user.is_staff)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(frozen_at__isnull=False).select_related("game")
+
+    @admin.display(description="standing rows")
+    def rows(self, obj: SeasonStandings) -> int:
+        return standings_count(season=obj)
+
+    @admin.display(description="final standings")
+    def downloads(self, obj: SeasonStandings) -> str:
+        return format_html(
+            '<a href="{}">CSV</a> · <a href="{}">JSON</a>',
+            reverse("admin:boards_seasonstandings_export", args=[obj.pk, "csv"]),
+            reverse("admin:boards_seasonstandings_export", args=[obj.pk, "json"]),
+        )
+
+    def get_urls(self):
+        extra = [
+            path(
+                "<int:pk>/export/<str:fmt>/",
+                self.admin_site.admin_view(self.export_view),
+                name="boards_seasonstandings_export",
+            )
+        ]
+        return extra + super().get_urls()
+
+    def export_view(self, request: HttpRequest, pk: int, fmt: str):
+        season = SeasonStandings.objects.select_related("game").filter(pk=pk).first()
+        if season is None or season.frozen_at is None or fmt not in {"csv", "json"}:
+            self.message_user(request, "Standings exist once the season is frozen.")
+            return HttpResponseRedirect(reverse("admin:boards_seasonstandings_changelist"))
+        stream = standings_csv(season) if fmt == "csv" else standings_json(season)
+        response = StreamingHttpResponse(stream, content_type="text/csv" if fmt == "csv" else "application/json")
+        response["Content-Disposition"] = f'attachment; filename="{season.game.slug}-season-{season.id}.{fmt}"'
+        return response

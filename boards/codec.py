@@ -5,8 +5,9 @@
 `reached_s` is whole seconds from the season's start to when the service accepted the result that
 brought the player to this score. Higher points always win; among equal points the earlier
 reacher has the larger score. `time_bits` is fixed per season, sized so the season's window plus
-its grace fits; the points that remain are the capacity, and going past it is an explicit
-`ScoreOverflow`, never silent rounding (Redis scores are doubles: exact only below 2**53).
+its grace fits (`seasons.services.time_bits_for_window`); the points that remain are the capacity,
+and going past it is an explicit `ScoreOverflow`, never silent rounding (Redis scores are doubles:
+exact only below 2**53).
 """
 
 from dataclasses import dataclass
@@ -17,13 +18,6 @@ EXACT_BITS = 53
 
 class ScoreOverflow(ValueError):
     pass
-
-
-def time_bits_for_window(window_s: int) -> int:
-    """Bits needed to hold every whole second in [0, window_s]."""
-    if window_s < 0:
-        raise ValueError("window must be non-negative")
-    return max(1, int(window_s).bit_length())
 
 
 @dataclass(frozen=True)

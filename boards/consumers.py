@@ -7,8 +7,6 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.utils import timezone
 
-from seasons.selectors import game_catalog
-
 from . import selectors
 from .events import LIVE_TOP_N, group_name, top_message
 
@@ -33,21 +31,11 @@ class BoardTopConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(message)
 
     def _snapshot(self, game_slug: str, board: str, region: str) -> tuple[str, dict[str, Any]] | None:
-        catalog = game_catalog(slug=game_slug)
-        if catalog.game is None:
-            return None
         try:
-            view = selectors.board_resolve(
-                game=catalog.game,
-                board=board,
-                region=region,
-                season=None,
-                period=None,
-                now=timezone.now(),
-                seasons=catalog.seasons,
-                pointer_id=catalog.pointer_id,
+            view = selectors.board_view(
+                slug=game_slug, board=board, region=region, season=None, period=None, now=timezone.now()
             )
-        except (selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
+        except (selectors.UnknownGame, selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
             return None
         return group_name(view.ref.key), top_message(view, selectors.board_top(view=view, n=LIVE_TOP_N))
 

@@ -14,10 +14,13 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from scoring import redis_boards
-from seasons.models import Game, Season
+from common.redis import client
+from seasons.selectors import seasons_by_id
 
-from .selectors import BoardView, board_top
+from . import keys
+from .keys import BoardRef
+from .kinds import NO_PERIOD
+from .selectors import BoardView, board_top, histogram
 
 LIVE_TOP_N = 10
 
@@ -32,25 +35,24 @@ def top_message(view: BoardView, entries: list[dict[str, Any]]) -> dict[str, Any
 
 
 def view_of(board_key: str) -> BoardView | None:
-    ref = redis_boards.BoardRef.from_key(board_key)
-    season = Season.objects.select_related("game").filter(pk=ref.season_id).first()
+    ref = BoardRef.from_key(board_key)
+    season = seasons_by_id(season_ids={ref.season_id}).get(ref.season_id)
     if season is None:
         return None
-    game: Game = season.game
-    period = None if ref.period == redis_boards.NO_PERIOD else ref.period
-    return BoardView(game=game, season=season, board=ref.board, region=ref.region, period=period)
+    period = None if ref.period == NO_PERIOD else ref.period
+    return BoardView(game=season.game, season=season, board=ref.board, region=ref.region, period=period)
 
 
 def publish_live() -> int:
     """Push the top 10 of boards that changed; returns how many messages were sent."""
-    client = redis_boards.client()
-    dirty = [str(k) for k in client.spop(redis_boards.dirty_key(), 1000) or []]
+    redis = client()
+    dirty = [str(k) for k in redis.spop(keys.dirty_key(), 1000) or []]
     layer = get_channel_layer()
     sent = 0
     postponed = []
     for key in dirty:
-        pushed = redis_boards.pushed_key(key)
-        if client.pttl(pushed) > 0:
+        pushed = keys.pushed_key(key)
+        if redis.pttl(pushed) > 0:
             postponed.append(key)  # pushed less than a second ago
             continue
         view = view_of(key)
@@ -59,26 +61,23 @@ def publish_live() -> int:
         entries = board_top(view=view, n=LIVE_TOP_N, cached=False)
         message = top_message(view, entries)
         digest = hashlib.sha1(json.dumps(message, sort_keys=True).encode()).hexdigest()
-        if client.get(redis_boards.pushed_digest_key(key)) == digest:
+        if redis.get(keys.pushed_digest_key(key)) == digest:
             continue  # something below the top 10 changed
-        client.set(pushed, "1", px=1000)
-        client.set(redis_boards.pushed_digest_key(key), digest, ex=86400)
+        redis.set(pushed, "1", px=1000)
+        redis.set(keys.pushed_digest_key(key), digest, ex=86400)
         if layer is not None:
             async_to_sync(layer.group_send)(group_name(key), {"type": "board.top", "message": message})
         sent += 1
     if postponed:
-        client.sadd(redis_boards.dirty_key(), *postponed)
+        redis.sadd(keys.dirty_key(), *postponed)
     return sent
 
 
 def histograms_refresh() -> int:
     """Beat, every minute: recompute the histogram of every board that changed since."""
-    from .selectors import histogram
-
-    client = redis_boards.client()
-    keys = [str(k) for k in client.spop(redis_boards.histogram_dirty_key(), 10_000) or []]
+    dirty = [str(k) for k in client().spop(keys.histogram_dirty_key(), 10_000) or []]
     done = 0
-    for key in keys:
+    for key in dirty:
         view = view_of(key)
         if view is not None and not view.frozen:
             histogram(view, refresh=True)

@@ -5,7 +5,9 @@ import io
 import json
 from collections.abc import Iterator
 
-from .models import FrozenStanding, Season
+from seasons.models import Season
+
+from .models import FrozenStanding
 
 FIELDS = ["season", "board", "region", "period", "rank", "player_id", "score", "tie_rule"]
 

@@ -1,6 +1,9 @@
-"""Players of a game, and the region each one counts in for a season."""
+"""Players of a game, the region each one counts in for a season, their friendships, and the
+final standings of frozen seasons."""
 
 from django.db import models
+
+from seasons.models import Season
 
 
 class Player(models.Model):
@@ -51,3 +54,41 @@ class Friendship(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_a} <-> {self.player_b}"
+
+
+class FrozenStanding(models.Model):
+    """One line of a board's final standings, written when its season freezes.
+
+    Every read endpoint answers for a frozen or archived season from these rows, also after the
+    season's Redis keys are gone. `position` is the 0-based display order (score descending, then
+    earlier reach, then player id); `rank` is the game's tie rule applied.
+    """
+
+    season = models.ForeignKey("seasons.Season", on_delete=models.CASCADE, related_name="standings")
+    board = models.CharField(max_length=16)
+    region = models.CharField(max_length=16)
+    period = models.CharField(max_length=16)
+    position = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    player_id = models.CharField(max_length=64)
+    score = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["season", "board", "region", "period", "position"], name="standing_unique_position"
+            ),
+        ]
+        indexes = [models.Index(fields=["season", "board", "region", "period", "player_id"], name="standing_player")]
+
+    def __str__(self) -> str:
+        return f"{self.season_id}/{self.board}/{self.region}/{self.period} #{self.rank} {self.player_id}"
+
+
+class SeasonStandings(Season):
+    """A season seen through its final standings: the admin lists frozen seasons with downloads."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "final standings"
+        verbose_name_plural = "final standings"

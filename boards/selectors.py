@@ -4,31 +4,40 @@ Each read resolves the season once and runs one Lua script, so an answer never m
 moments. Ranks follow the game's tie rule and are computed from counts (boards/lua/).
 """
 
-import json
 import re
 import threading
-import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cachetools import TTLCache
 from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Q, QuerySet
 
-from scoring import redis_boards
-from scoring.encoding import ScoreCodec
-from seasons.models import FrozenStanding, Game, Season
-from seasons.periods import BadPeriod, day_label, month_label, parse_day, parse_month, parse_week, week_label
-from seasons.selectors import season_current, seasons_of
+from common.redis import client, lua_path, lua_script
+from seasons.models import Game, Season
+from seasons.periods import BadPeriod
+from seasons.selectors import game_catalog, game_get, season_current, seasons_of
 
-from .models import Player
+from . import keys
+from .codec import ScoreCodec
+from .keys import GLOBAL, BoardRef
+from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
+from .models import Friendship, FrozenStanding, Player, SeasonRegion
 from .ranking import ranks_for
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
-BOARDS = ("all", "daily", "weekly", "monthly", "best")
+MAX_FRIENDS = 500
 
-_TOP = redis_boards.lua_path(__file__, "ranking_lib.lua", "top.lua")
-_AROUND = redis_boards.lua_path(__file__, "ranking_lib.lua", "around.lua")
-_PLAYER = redis_boards.lua_path(__file__, "ranking_lib.lua", "player.lua")
+_TOP = lua_path(__file__, "ranking_lib.lua", "top.lua")
+_AROUND = lua_path(__file__, "ranking_lib.lua", "around.lua")
+_PLAYER = lua_path(__file__, "ranking_lib.lua", "player.lua")
+
+
+class UnknownGame(LookupError):
+    pass
 
 
 class UnknownBoard(LookupError):
@@ -57,19 +66,17 @@ class BoardView:
     period: str | None
 
     @property
-    def ref(self) -> redis_boards.BoardRef:
-        return redis_boards.BoardRef(
-            self.game.slug, self.season.id, self.board, self.region, self.period or redis_boards.NO_PERIOD
-        )
+    def ref(self) -> BoardRef:
+        return BoardRef(self.game.slug, self.season.id, self.board, self.region, self.period or NO_PERIOD)
 
     @property
     def frozen(self) -> bool:
         """Frozen and archived seasons answer from their final standings in PostgreSQL."""
         return self.season.frozen_at is not None
 
-    def standings(self):
+    def standings(self) -> QuerySet[FrozenStanding]:
         return FrozenStanding.objects.filter(
-            season=self.season, board=self.board, region=self.region, period=self.period or redis_boards.NO_PERIOD
+            season=self.season, board=self.board, region=self.region, period=self.period or NO_PERIOD
         )
 
     @property
@@ -82,7 +89,7 @@ class BoardView:
 
     def keys(self) -> list[str]:
         ref = self.ref
-        return [ref.key, ref.distinct_key, redis_boards.names_key(self.game.slug)]
+        return [ref.key, ref.distinct_key, keys.names_key(self.game.slug)]
 
 
 def board_resolve(
@@ -98,10 +105,11 @@ def board_resolve(
 ) -> BoardView:
     """Which season, period and region a reader means. The season is resolved once per request,
     so one answer never mixes two seasons."""
-    if board not in BOARDS:
+    kind = KINDS.get(board)
+    if kind is None:
         raise UnknownBoard(board)
-    region = region or redis_boards.GLOBAL
-    if region != redis_boards.GLOBAL and not REGION_RE.match(region):
+    region = region or GLOBAL
+    if region != GLOBAL and not REGION_RE.match(region):
         raise BadQuery("region", "A region is 'global' or 2-40 characters from [a-z0-9-].")
     if seasons is None:
         seasons = seasons_of(game=game)
@@ -117,20 +125,80 @@ def board_resolve(
             raise UnknownSeason("current")
     label: str | None = None
     try:
-        if board == "daily":
-            label = period or day_label(now)
-            parse_day(label)
-        elif board == "weekly":
-            label = period or week_label(now)
-            parse_week(label)
-        elif board == "monthly":
-            label = period or month_label(now)
-            parse_month(label)
+        if kind.periodic:
+            label = kind.period_checked(period) if period else kind.period_of(now)
         elif period:
             raise BadQuery("period", f"The {board} board has no period.")
     except BadPeriod as exc:
         raise BadQuery("period", str(exc)) from exc
     return BoardView(game=game, season=chosen, board=board, region=region, period=label)
+
+
+def board_view(
+    *, slug: str, board: str, region: str | None, season: str | None, period: str | None, now: datetime
+) -> BoardView:
+    """`board_resolve` for a game named by its slug, through the read path's catalog cache."""
+    catalog = game_catalog(slug=slug)
+    if catalog.game is None:
+        raise UnknownGame(slug)
+    return board_resolve(
+        game=catalog.game,
+        seasons=catalog.seasons,
+        pointer_id=catalog.pointer_id,
+        board=board,
+        region=region,
+        season=season,
+        period=period,
+        now=now,
+    )
+
+
+@dataclass(frozen=True)
+class GameDetail:
+    game: Game
+    boards: list[str]
+    regions: list[str]
+    current: Season | None
+
+    @property
+    def current_id(self) -> int | None:
+        return self.current.id if self.current is not None else None
+
+
+def game_detail(*, slug: str, now: datetime) -> GameDetail | None:
+    """A game's name, tie rule, boards, the regions of its current season and that season."""
+    game = game_get(slug=slug)
+    if game is None:
+        return None
+    current = season_current(game=game, now=now)
+    return GameDetail(game=game, boards=list(BOARD_NAMES), regions=game_regions(season=current), current=current)
+
+
+@dataclass(frozen=True)
+class SeasonRow:
+    id: int
+    name: str
+    starts_at: datetime
+    ends_at: datetime
+    grace_s: int
+    status: str
+
+
+@dataclass(frozen=True)
+class SeasonListing:
+    current_id: int | None
+    seasons: list[SeasonRow]
+
+
+def game_seasons(*, slug: str, now: datetime) -> SeasonListing | None:
+    """A game's seasons, newest first, each with its status at `now`, and the current one."""
+    game = game_get(slug=slug)
+    if game is None:
+        return None
+    seasons = seasons_of(game=game)
+    current = season_current(game=game, now=now, seasons=seasons)
+    rows = [SeasonRow(s.id, s.name, s.starts_at, s.ends_at, s.grace_s, str(s.status_at(now))) for s in seasons]
+    return SeasonListing(current_id=current.id if current is not None else None, seasons=rows)
 
 
 def _entries(flat: list[Any], view: "BoardView") -> list[dict[str, Any]]:
@@ -148,7 +216,7 @@ def _entries(flat: list[Any], view: "BoardView") -> list[dict[str, Any]]:
 
 
 def _fill_names(game: Game, entries: list[dict[str, Any]]) -> None:
-    """Names missing from the Redis index (e.g. after a flush) come from the ledger's players."""
+    """Names missing from the Redis index (e.g. after a flush) come from the players table."""
     missing = [e["player_id"] for e in entries if e["display_name"] is None]
     if not missing:
         return
@@ -158,51 +226,80 @@ def _fill_names(game: Game, entries: list[dict[str, Any]]) -> None:
             game=game, player_id__in=missing, display_name__isnull=False
         ).values_list("player_id", "display_name")
     }
-    redis_boards.names_store(game.slug, names)
+    if names:
+        client().hset(keys.names_key(game.slug), mapping=dict[Any, Any](names))
     for e in entries:
         if e["display_name"] is None:
             e["display_name"] = names.get(e["player_id"])
 
 
-class _TopCache:
-    """Top-N answers kept for BOARD_TOP_CACHE_S with single-flight: however many readers ask at
-    once, one of them reads Redis per board and n per period; the others wait for its answer."""
+class _Flight:
+    """One load in progress; later readers of the same key wait for its answer."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, str, str], tuple[float, list[dict[str, Any]]]] = {}
-        self._inflight: dict[tuple[str, int, str, str], threading.Lock] = {}
+        self.done = threading.Event()
+        self.value: list[dict[str, Any]] | None = None
+        self.error: BaseException | None = None
+        self.waiters = 0
 
-    def get(self, key: tuple[str, int, str, str], load) -> list[dict[str, Any]]:
-        ttl = float(settings.BOARD_TOP_CACHE_S)
-        now = time.monotonic()
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
+
+class _TopCache:
+    """Top-N answers kept for BOARD_TOP_CACHE_S with single-flight: however many readers ask at
+    once, one of them reads Redis per key; the others wait for its answer. Bounded: at most
+    `maxsize` answers (least recently used go first), and a flight lives only while it loads."""
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+        self._entries: TTLCache[tuple[str, int, str], list[dict[str, Any]]] = self._new()
+        self._inflight: dict[tuple[str, int, str], _Flight] = {}
+
+    def _new(self) -> TTLCache[tuple[str, int, str], list[dict[str, Any]]]:
+        return TTLCache(maxsize=self._maxsize, ttl=float(settings.BOARD_TOP_CACHE_S))
+
+    def get(self, key: tuple[str, int, str], load: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         with self._lock:
-            flight = self._inflight.setdefault(key, threading.Lock())
-        with flight:
             hit = self._entries.get(key)
-            if hit is not None and hit[0] > time.monotonic():
-                return hit[1]
-            value = load()
-            self._entries[key] = (time.monotonic() + ttl, value)
-            if len(self._entries) > 10_000:
-                cutoff = time.monotonic()
-                for stale in [k for k, (exp, _) in self._entries.items() if exp <= cutoff]:
-                    self._entries.pop(stale, None)
-            return value
+            if hit is not None:
+                return hit
+            flight = self._inflight.get(key)
+            leader = flight is None
+            if flight is None:
+                flight = self._inflight[key] = _Flight()
+            else:
+                flight.waiters += 1
+        if not leader:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            assert flight.value is not None
+            return flight.value
+        try:
+            flight.value = load()
+            with self._lock:
+                self._entries[key] = flight.value
+            return flight.value
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+            flight.done.set()
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._inflight)
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._entries = self._new()
 
 
 top_cache = _TopCache()
 
 
-def _frozen_entries(view: BoardView, rows) -> list[dict[str, Any]]:
-    entries = [
+def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = [
         {"rank": rank, "player_id": player, "display_name": None, "score": score}
         for rank, player, score in rows.values_list("rank", "player_id", "score")
     ]
@@ -223,10 +320,7 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str,
         return _frozen_entries(view, view.standings().order_by("position")[:n])
 
     def load() -> list[dict[str, Any]]:
-        script = redis_boards.lua_script(_TOP)
-        flat = script(
-            keys=view.keys(), args=[n, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
-        )
+        flat = lua_script(_TOP)(keys=view.keys(), args=[n, view.codec.time_span, view.game.tie_rule], client=client())
         entries = _entries(flat[1:], view)
         _fill_names(view.game, entries)
         return entries
@@ -235,8 +329,8 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str,
         return load()
     # One GET per read: a correction (a hidden, deleted or revoked player) must show at once in
     # every web process, not when the cached answer expires.
-    generation = str(redis_boards.client().get(redis_boards.generation_key(view.game.slug)) or "0")
-    return top_cache.get((view.ref.key, n, view.game.tie_rule, generation), load)
+    generation = str(client().get(keys.generation_key(view.game.slug)) or "0")
+    return top_cache.get((view.ref.key, n, generation), load)
 
 
 @dataclass(frozen=True)
@@ -265,6 +359,10 @@ class Standing:
         return self.approximate[1] if self.approximate is not None else 0.0
 
 
+def _display_name(game: Game, player_id: str) -> str | None:
+    return Player.objects.filter(game=game, player_id=player_id).values_list("display_name", flat=True).first()
+
+
 def board_player(*, view: BoardView, player_id: str) -> Standing | None:
     if view.frozen:
         row = view.standings().filter(player_id=player_id).values_list("rank", "score").first()
@@ -272,18 +370,16 @@ def board_player(*, view: BoardView, player_id: str) -> Standing | None:
             return None
         rank, score = row
         standings = view.standings()
-        name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
         worse = standings.filter(score__gt=score) if view.game.ascending else standings.filter(score__lt=score)
-        return Standing(player_id, name, score, rank, standings.count(), worse.count())
-    script = redis_boards.lua_script(_PLAYER)
-    reply = script(
-        keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
+        return Standing(player_id, _display_name(view.game, player_id), score, rank, standings.count(), worse.count())
+    reply = lua_script(_PLAYER)(
+        keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=client()
     )
     if not reply:
         return None
     points, rank, total, lower, name = reply
     if name is None:
-        name = Player.objects.filter(game=view.game, player_id=player_id).values_list("display_name", flat=True).first()
+        name = _display_name(view.game, player_id)
     approximate = percentile_from_histogram(view, int(points)) if int(rank) > EXACT_RANKS else None
     return Standing(player_id, name, view.shown(int(points)), int(rank), int(total), int(lower), approximate)
 
@@ -298,9 +394,8 @@ def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, A
         start = max(0, min(position - r, total - width))
         rows = view.standings().filter(position__gte=start, position__lt=start + width).order_by("position")
         return _frozen_entries(view, rows)
-    script = redis_boards.lua_script(_AROUND)
-    flat = script(
-        keys=view.keys(), args=[player_id, r, view.codec.time_span, view.game.tie_rule], client=redis_boards.client()
+    flat = lua_script(_AROUND)(
+        keys=view.keys(), args=[player_id, r, view.codec.time_span, view.game.tie_rule], client=client()
     )
     if not flat:
         return None
@@ -309,13 +404,12 @@ def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, A
     return entries
 
 
-def _board_ranks(view: BoardView, members: list[tuple[str, int]]) -> list[int]:
-    """Each (player, encoded score)'s rank on the whole board as if the player were on it."""
-    client = redis_boards.client()
+def board_ranks(*, view: BoardView, members: list[tuple[str, int]]) -> list[int]:
+    """Each (player, encoded score)'s rank on the whole live board as if the player were on it."""
     codec = view.codec
     rule = view.game.tie_rule
     key = view.ref.key
-    pipe = client.pipeline(transaction=False)
+    pipe = client().pipeline(transaction=False)
     for _, score in members:
         points = codec.points(score)
         if rule == "dense":
@@ -336,10 +430,18 @@ def _board_ranks(view: BoardView, members: list[tuple[str, int]]) -> list[int]:
     return ranks
 
 
-def board_friends(*, view: BoardView, player_id: str, friends: list[str]) -> list[dict[str, Any]]:
+def friends_of(*, game: Game, player_id: str) -> list[str]:
+    """A player's confirmed friends (at most MAX_FRIENDS), sorted."""
+    pairs = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
+    friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
+    return sorted(friends)
+
+
+def board_friends(*, view: BoardView, player_id: str) -> list[dict[str, Any]]:
     """The player and their confirmed friends with a score on the board, ranked among themselves
     (`rank`, by the tie rule) and on the whole board (`board_rank`). One ZMSCORE."""
-    members = [player_id, *friends]
+    members = [player_id, *friends_of(game=view.game, player_id=player_id)]
+    entries: list[dict[str, Any]]
     if view.frozen:
         rows = view.standings().filter(player_id__in=members).order_by("position")
         found = [(p, s, r) for p, s, r in rows.values_list("player_id", "score", "rank")]
@@ -349,37 +451,45 @@ def board_friends(*, view: BoardView, player_id: str, friends: list[str]) -> lis
             for (p, s, board_rank), rank in zip(found, ranks, strict=True)
         ]
     else:
-        scores = redis_boards.client().zmscore(view.ref.key, members)
+        scores = client().zmscore(view.ref.key, members)
         present = sorted(
             ((m, int(s)) for m, s in zip(members, scores, strict=True) if s is not None), key=lambda x: (-x[1], x[0])
         )
         codec = view.codec
         points = [codec.points(s) for _, s in present]
         ranks = ranks_for(points, view.game.tie_rule)
-        board_ranks = _board_ranks(view, present)
+        on_board = board_ranks(view=view, members=present)
         entries = [
             {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": None, "score": view.shown(p)}
-            for (m, _), p, rank, board_rank in zip(present, points, ranks, board_ranks, strict=True)
+            for (m, _), p, rank, board_rank in zip(present, points, ranks, on_board, strict=True)
         ]
     _fill_names(view.game, entries)
     return entries
 
 
-def board_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:
-    """(score, rank) of a player, hidden or not, counted as if visible: what their profile shows."""
-    from scoring.selectors import ledger_boards
+def frozen_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:
+    """(score, rank) of a player in a frozen season's standings (hidden players are in them)."""
+    row = view.standings().filter(player_id=player_id).values_list("score", "rank").first()
+    return (int(row[0]), int(row[1])) if row else None
 
-    if view.frozen:
-        row = view.standings().filter(player_id=player_id).values_list("score", "rank").first()
-        return (int(row[0]), int(row[1])) if row else None
-    board = ledger_boards(game=view.game, player_ids=[player_id], season_id=view.season.id, include_hidden=True).get(
-        view.ref.key
-    )
-    if board is None or player_id not in board.scores:
-        return None
-    score = board.scores[player_id]
-    [rank] = _board_ranks(view, [(player_id, score)])
-    return view.shown(view.codec.points(score)), rank
+
+def hidden_players_sql(*, game_id: int) -> tuple[str, tuple[Any, ...]]:
+    """SQL (and its parameters) selecting the ids of the game's hidden and deleted players, for
+    queries that leave them out (they are on no public board)."""
+    hidden = Player.objects.filter(game_id=game_id).filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+    return hidden.values("player_id").query.sql_with_params()
+
+
+def player_hidden(*, game: Game, player_id: str) -> bool:
+    return Player.objects.filter(game=game, player_id=player_id, hidden=True).exists()
+
+
+def game_regions(*, season: Season | None) -> list[str]:
+    """`global`, then every region a player of the season counts in."""
+    regions = [GLOBAL]
+    if season is not None:
+        regions += sorted(SeasonRegion.objects.filter(season=season).values_list("region", flat=True).distinct())
+    return regions
 
 
 DISTRIBUTION_BUCKETS = 100
@@ -408,30 +518,31 @@ def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
     return [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else top) for i, low in enumerate(lows)]
 
 
-def histogram(view: BoardView, *, refresh: bool = False) -> tuple[list[tuple[int, int, int]], int]:
-    """(buckets of stored points (low, high, players), total), from Redis when fresh enough."""
-    client = redis_boards.client()
-    key = redis_boards.histogram_key(view.ref.key)
-    generation = str(client.get(redis_boards.generation_key(view.game.slug)) or "0")
+Histogram = tuple[list[tuple[int, int, int]], int]
+
+
+def histogram(view: BoardView, *, refresh: bool = False) -> Histogram:
+    """(buckets of stored points (low, high, players), total), from Django's cache when it was
+    computed less than a minute ago for the board's current correction generation."""
+    generation = str(client().get(keys.generation_key(view.game.slug)) or "0")
+    key = keys.histogram_cache_key(view.ref.key, generation)
     if not refresh:
-        cached = client.get(key)
-        if cached:
-            data = json.loads(cached)
-            if data["generation"] == generation:
-                return [(int(b[0]), int(b[1]), int(b[2])) for b in data["buckets"]], int(data["total"])
-    buckets, total = _histogram_compute(view)
-    client.set(key, json.dumps({"generation": generation, "buckets": buckets, "total": total}), ex=HISTOGRAM_MAX_AGE_S)
-    return buckets, total
+        cached: Histogram | None = cache.get(key)
+        if cached is not None:
+            return cached
+    found = _histogram_compute(view)
+    cache.set(key, found, timeout=HISTOGRAM_MAX_AGE_S)
+    return found
 
 
 def _histogram_compute(view: BoardView) -> tuple[list[tuple[int, int, int]], int]:
-    client = redis_boards.client()
+    redis = client()
     key, codec = view.ref.key, view.codec
-    total = int(client.zcard(key))
+    total = int(redis.zcard(key))
     if total == 0:
         return [], 0
     count = min(DISTRIBUTION_BUCKETS, total)
-    pipe = client.pipeline(transaction=False)
+    pipe = redis.pipeline(transaction=False)
     for i in range(count):
         position = i * total // count
         pipe.zrange(key, position, position, withscores=True)
@@ -440,7 +551,7 @@ def _histogram_compute(view: BoardView) -> tuple[list[tuple[int, int, int]], int
     lows = [codec.points(reply[0][1]) for reply in replies[:-1] if reply]
     top = codec.points(replies[-1][0][1]) if replies[-1] else max(lows)
     bounds = _bucket_bounds(lows, top)
-    pipe = client.pipeline(transaction=False)
+    pipe = redis.pipeline(transaction=False)
     for low, high in bounds:
         pipe.zcount(key, codec.min_score_for_points(low), codec.min_score_for_points(high + 1) - 1)
     counts = pipe.execute()
@@ -470,3 +581,10 @@ def _distribution_frozen(view: BoardView) -> dict[str, Any]:
         for low, high in bounds
     ]
     return {"buckets": buckets, "total": total}
+
+
+def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str, str]:
+    """The region each of these players counts in for the season (those who have one)."""
+    return dict(
+        SeasonRegion.objects.filter(season=season, player_id__in=list(player_ids)).values_list("player_id", "region")
+    )

@@ -1,6 +1,21 @@
-"""Response shapes of the public read API (documentation for the OpenAPI schema)."""
+"""Response shapes of the public read API: they render the selectors' answers and feed the
+OpenAPI schema."""
 
+from datetime import datetime
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from common.formats import iso
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class TimeField(serializers.Field):
+    """A time as the API shows every time: ISO 8601 in UTC with a Z, whole seconds."""
+
+    def to_representation(self, value: datetime) -> str:
+        return iso(value)
 
 
 class EntrySerializer(serializers.Serializer):
@@ -11,11 +26,11 @@ class EntrySerializer(serializers.Serializer):
 
 
 class TopSerializer(serializers.Serializer):
-    board = serializers.CharField()
-    season = serializers.IntegerField()
-    period = serializers.CharField(allow_null=True)
-    region = serializers.CharField()
-    tie_rule = serializers.CharField()
+    board = serializers.CharField(source="view.board")
+    season = serializers.IntegerField(source="view.season.id")
+    period = serializers.CharField(source="view.period", allow_null=True)
+    region = serializers.CharField(source="view.region")
+    tie_rule = serializers.CharField(source="view.game.tie_rule")
     entries = EntrySerializer(many=True)
 
 
@@ -34,25 +49,25 @@ class AroundSerializer(serializers.Serializer):
 
 
 class GameSerializer(serializers.Serializer):
-    game = serializers.CharField()
-    name = serializers.CharField()
-    tie_rule = serializers.CharField()
+    game = serializers.CharField(source="game.slug")
+    name = serializers.CharField(source="game.name")
+    tie_rule = serializers.CharField(source="game.tie_rule")
     boards = serializers.ListField(child=serializers.CharField())
     regions = serializers.ListField(child=serializers.CharField())
-    current_season = serializers.IntegerField(allow_null=True)
+    current_season = serializers.IntegerField(source="current_id", allow_null=True)
 
 
 class SeasonSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    starts_at = serializers.CharField()
-    ends_at = serializers.CharField()
+    starts_at = TimeField()
+    ends_at = TimeField()
     grace_s = serializers.IntegerField()
     status = serializers.CharField()
 
 
 class SeasonsSerializer(serializers.Serializer):
-    current = serializers.IntegerField(allow_null=True)
+    current = serializers.IntegerField(source="current_id", allow_null=True)
     seasons = SeasonSerializer(many=True)
 
 
@@ -62,24 +77,6 @@ class FriendEntrySerializer(EntrySerializer):
 
 class FriendsSerializer(serializers.Serializer):
     entries = FriendEntrySerializer(many=True)
-
-
-class PlayerPatchSerializer(serializers.Serializer):
-    display_name = serializers.CharField(required=False, max_length=100)
-    hidden = serializers.BooleanField(required=False)
-
-
-class PlayerSerializer(serializers.Serializer):
-    player_id = serializers.CharField()
-    display_name = serializers.CharField(allow_null=True)
-    hidden = serializers.BooleanField()
-
-
-class OwnRankSerializer(serializers.Serializer):
-    player_id = serializers.CharField()
-    score = serializers.IntegerField()
-    rank = serializers.IntegerField()
-    hidden = serializers.BooleanField()
 
 
 class BucketSerializer(serializers.Serializer):

@@ -1,16 +1,22 @@
-"""Writes for players: profiles created by their first result, and their season region."""
+"""Writes of the players' side of the index: profiles (created by a first result, changed by a
+signed PATCH), season regions, friendships, and the names and hidden set the board scripts read.
 
-import hashlib
+These are the boards' own rows; the use cases that also touch the ledger (hiding, deletion,
+region moves) are scoring/players.py, which calls these.
+"""
+
 from collections.abc import Iterable
+from datetime import datetime
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from leaderboard_site.db import insert_unnest
+from common.db import insert_unnest
 from seasons.models import Game, Season
 
+from . import writer
 from .models import Friendship, Player, SeasonRegion
+from .selectors import season_regions_of
 
 Profile = tuple[str | None, str | None]  # (display_name, region)
 
@@ -112,15 +118,6 @@ def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> 
     return fixed
 
 
-def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str, str]:
-    return dict(
-        SeasonRegion.objects.filter(season=season, player_id__in=list(player_ids)).values_list("player_id", "region")
-    )
-
-
-MAX_FRIENDS = 500
-
-
 def friendship_add(*, game: Game, player_id: str, friend_id: str) -> None:
     """A confirmed, mutual friendship (idempotent). The caller is the studio's signed backend."""
     if player_id == friend_id:
@@ -134,92 +131,66 @@ def friendship_remove(*, game: Game, player_id: str, friend_id: str) -> None:
     Friendship.objects.filter(game=game, player_a=a, player_b=b).delete()
 
 
-def player_update(*, game: Game, player_id: str, display_name: str | None = None, hidden: bool | None = None) -> Player:
-    """Change a profile. Hiding takes the player off every public board at once (and they count
-    in nobody's public rank); showing them again puts their entries back from the ledger."""
-    from scoring import redis_boards
-    from scoring.corrections import player_correct
+def player_lock(*, game: Game, player_id: str) -> Player | None:
+    """Lock a player's row until the transaction ends (one correction per player at a time)."""
+    return Player.objects.select_for_update().filter(game=game, player_id=player_id).first()
 
-    with transaction.atomic():
-        player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
-        if player.deleted_at is not None:
-            raise Player.DoesNotExist(player_id)
-        if display_name is not None:
-            player.display_name = display_name
-        flip = hidden is not None and hidden != player.hidden
-        if hidden is not None:
-            player.hidden = hidden
-        player.save(update_fields=["display_name", "hidden"])
-    client = redis_boards.client()
+
+def player_profile_set(
+    *, game: Game, player_id: str, display_name: str | None = None, hidden: bool | None = None
+) -> tuple[Player, bool]:
+    """Set a display name and/or the hidden flag, in the index too. Returns the player and whether
+    `hidden` flipped (the caller then corrects their boards). Raises Player.DoesNotExist for a
+    deleted account. Locks the row; call inside a transaction."""
+    player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
+    if player.deleted_at is not None:
+        raise Player.DoesNotExist(player_id)
     if display_name is not None:
-        redis_boards.names_store(game.slug, {player_id: display_name})
-    if flip:
+        player.display_name = display_name
+    flipped = hidden is not None and hidden != player.hidden
+    if hidden is not None:
+        player.hidden = hidden
+    player.save(update_fields=["display_name", "hidden"])
+    return player, flipped
+
+
+def player_index_sync(*, game: Game, player: Player, name_changed: bool, hidden_flipped: bool) -> None:
+    """After the profile's commit: the names hash and the hidden set follow the row."""
+    if name_changed and player.display_name is not None:
+        writer.names_store(game=game.slug, names={player.player_id: player.display_name})
+    if hidden_flipped:
         if player.hidden:
-            client.sadd(redis_boards.hidden_key(game.slug), player_id)
+            writer.hidden_add(game=game.slug, player_ids=[player.player_id])
         else:
-            client.srem(redis_boards.hidden_key(game.slug), player_id)
-        player_correct(game=game, player_id=player_id)
-    return player
+            writer.hidden_remove(game=game.slug, player_ids=[player.player_id])
 
 
-def player_delete(*, game: Game, player_id: str) -> None:
-    """Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.
-
-    A tombstone keeps the id hidden (later results for it stay off the boards); the ledger's rows
-    move to a pseudonym that is hidden too, so queued events cannot bring anything back.
-    """
-    from scoring import redis_boards
-    from scoring.corrections import player_correct
-    from scoring.models import ScoreEvent, SeasonTotal
-
-    pseudonym = "~deleted~" + hashlib.sha256(f"{game.id}:{player_id}".encode()).hexdigest()[:24]
-    client = redis_boards.client()
-    client.sadd(redis_boards.hidden_key(game.slug), player_id, pseudonym)
-    with transaction.atomic():
-        player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
-        player.deleted_at = player.deleted_at or timezone.now()
-        player.display_name = None
-        player.hidden = True
-        player.save(update_fields=["deleted_at", "display_name", "hidden"])
-    player_correct(game=game, player_id=player_id)  # removes every entry: the ledger excludes them
-    with transaction.atomic():
-        ScoreEvent.objects.filter(game=game, player_id=player_id).update(player_id=pseudonym)
-        # Derived per-player rows (capacity totals, season regions) are dropped, not renamed.
-        SeasonTotal.objects.filter(season__game=game, player_id=player_id).delete()
-        SeasonRegion.objects.filter(season__game=game, player_id=player_id).delete()
-        Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id)).delete()
-        Player.objects.get_or_create(
-            game=game, player_id=pseudonym, defaults={"hidden": True, "deleted_at": timezone.now()}
-        )
-    client.hdel(redis_boards.names_key(game.slug), player_id)
+def player_tombstone(*, game: Game, player_id: str, now: datetime) -> None:
+    """An account deleted: the row stays, hidden, nameless, marked deleted (never shown again).
+    Locks the row; call inside a transaction."""
+    player, _ = Player.objects.select_for_update().get_or_create(game=game, player_id=player_id)
+    player.deleted_at = player.deleted_at or now
+    player.display_name = None
+    player.hidden = True
+    player.save(update_fields=["deleted_at", "display_name", "hidden"])
 
 
-def friends_of(*, game: Game, player_id: str) -> list[str]:
-    pairs = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
-    friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
-    return sorted(friends)
+def player_forget(*, game: Game, player_id: str, pseudonym: str, now: datetime) -> None:
+    """The rest of a deletion: derived rows dropped (season regions, friendships), the pseudonym
+    the ledger's rows moved to registered hidden, the name gone from the index."""
+    SeasonRegion.objects.filter(season__game=game, player_id=player_id).delete()
+    Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id)).delete()
+    Player.objects.get_or_create(game=game, player_id=pseudonym, defaults={"hidden": True, "deleted_at": now})
 
 
-def player_region_move(*, season: Season, player_id: str, region: str) -> str | None:
-    """Move a player to another region for a season (a moderator's decision): the season region
-    and the region of every result of theirs in that season change in one transaction, then their
-    old and new region boards are corrected in one atomic step. Returns the old region."""
-    from scoring.corrections import player_correct
-    from scoring.models import ScoreEvent
-
-    with transaction.atomic():
-        row = SeasonRegion.objects.select_for_update().filter(season=season, player_id=player_id).first()
-        old = row.region if row else None
-        if row is None:
-            SeasonRegion.objects.create(season=season, player_id=player_id, region=region)
-        else:
-            row.region = region
-            row.save(update_fields=["region"])
-        previous: set[str] = {
-            r
-            for r in ScoreEvent.objects.filter(season=season, player_id=player_id).values_list("region", flat=True)
-            if r
-        }
-        ScoreEvent.objects.filter(season=season, player_id=player_id).update(region=region)
-    player_correct(game=season.game, player_id=player_id, extra_regions=previous - {region})
+def season_region_set(*, season: Season, player_id: str, region: str) -> str | None:
+    """Move a player's region for a season; returns the old one. Locks the row; call inside a
+    transaction."""
+    row = SeasonRegion.objects.select_for_update().filter(season=season, player_id=player_id).first()
+    old = row.region if row else None
+    if row is None:
+        SeasonRegion.objects.create(season=season, player_id=player_id, region=region)
+    else:
+        row.region = region
+        row.save(update_fields=["region"])
     return old

@@ -1,8 +1,17 @@
-"""Beat task of the live boards."""
+"""Beat tasks of the boards: live pushes, score histograms, archiving frozen seasons' keys."""
+
+import logging
 
 from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
 
-from .events import publish_live
+from seasons.selectors import seasons_to_archive
+
+from .events import histograms_refresh, publish_live
+from .standings import season_archive
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="boards.publish_live", ignore_result=True, expires=5)
@@ -12,6 +21,15 @@ def publish_live_task() -> int:
 
 @shared_task(name="boards.histograms", ignore_result=True, expires=120)
 def histograms_task() -> int:
-    from .events import histograms_refresh
-
     return histograms_refresh()
+
+
+@shared_task(name="boards.seasons_archive", acks_late=True, ignore_result=True)
+def seasons_archive() -> int:
+    """Every minute: drop the Redis keys of seasons frozen longer than their keys' TTL."""
+    now = timezone.now()
+    due = seasons_to_archive(now=now, keys_ttl_s=int(settings.SEASON_KEYS_TTL_AFTER_FREEZE_S))
+    archived = sum(1 for season in due if season_archive(season=season, now=now))
+    if archived:
+        logger.info("seasons archived: %d", archived)
+    return archived

@@ -21,13 +21,6 @@ urlpatterns = [
         apis.BoardFriendsApi.as_view(),
         name="board-friends",
     ),
-    path("games/<str:game>/players/<str:player_id>", apis.PlayerApi.as_view(), name="player"),
-    path("games/<str:game>/players/<str:player_id>/rank", apis.PlayerRankApi.as_view(), name="player-rank"),
-    path(
-        "games/<str:game>/players/<str:player_id>/friends/<str:friend_id>",
-        apis.FriendshipApi.as_view(),
-        name="friendship",
-    ),
     path(
         "games/<str:game>/boards/<str:board>/players/<str:player_id>/around",
         apis.BoardAroundApi.as_view(),

@@ -1,18 +1,79 @@
-"""Player-facing pages: the list of games and a game's board."""
+"""Player-facing pages: the list of games and a game's board.
+
+The server names the board kinds, their labels, the periods before and after the one shown and
+the regions, as links; the page's script only loads the rows and keeps them live.
+"""
+
+from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
-from seasons.models import Game
-from seasons.selectors import game_get
+from seasons.selectors import games_all
+
+from . import selectors
+from .kinds import KINDS
 
 
 def game_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "boards/game_list.html", {"games": Game.objects.all()})
+    return render(request, "boards/game_list.html", {"games": games_all()})
+
+
+def _href(**query: str | None) -> str:
+    return "?" + urlencode({k: v for k, v in query.items() if v})
 
 
 def game_board(request: HttpRequest, game: str) -> HttpResponse:
-    game_obj = game_get(slug=game)
-    if game_obj is None:
-        raise Http404("no such game")
-    return render(request, "boards/game_board.html", {"game": game_obj})
+    now = timezone.now()
+    wanted = {k: request.GET.get(k) or None for k in ("board", "region", "period", "player")}
+    try:
+        view = selectors.board_view(
+            slug=game,
+            board=wanted["board"] or "all",
+            region=wanted["region"],
+            season=None,
+            period=wanted["period"],
+            now=now,
+        )
+    except selectors.UnknownGame as exc:
+        raise Http404("no such game") from exc
+    except (selectors.UnknownBoard, selectors.BadQuery, selectors.UnknownSeason):
+        try:  # a bad board, region or period in the address: the season board instead
+            view = selectors.board_view(slug=game, board="all", region=None, season=None, period=None, now=now)
+        except selectors.UnknownSeason as exc:
+            raise Http404("this game has no season yet") from exc
+    region, player = view.region, wanted["player"]
+    kind = KINDS[view.board]
+    tabs = [
+        {"name": k.name, "label": k.label, "href": _href(board=k.name, region=region, player=player)}
+        for k in KINDS.values()
+    ]
+    periods = None
+    if kind.period is not None and view.period is not None:
+        step = kind.period.shift
+        periods = {
+            "current": view.period,
+            "previous": _href(board=kind.name, region=region, period=step(view.period, -1), player=player),
+            "next": _href(board=kind.name, region=region, period=step(view.period, 1), player=player),
+        }
+    page = {
+        "game": view.game.slug,
+        "board": view.board,
+        "region": region,
+        "period": view.period,
+        "periodic": kind.periodic,
+        "player": player or "",
+    }
+    return render(
+        request,
+        "boards/game_board.html",
+        {
+            "game": view.game,
+            "view": view,
+            "tabs": tabs,
+            "periods": periods,
+            "regions": selectors.game_regions(season=view.season),
+            "page": page,
+        },
+    )

@@ -1,42 +1,46 @@
-"""The board writer: accepted ledger events onto the Redis boards, through one Lua script.
+"""The board writer: scores onto the Redis boards, through the Lua scripts beside this module.
 
-Events are grouped by the boards they touch (season, region, day, week); each group is one
-EVALSHA of `lua/apply_events.lua`, all groups of a batch pipelined in one round trip. The script
-skips events whose dedup marker exists, so a redelivered task or a re-run script counts nothing
-twice; the ledger's `applied_at` is the durable record.
+- `events_apply`: results onto every board they touch, at most once each. Events are grouped by
+  the boards they land on (season, region, day, dimensions); each group is one EVALSHA of
+  `lua/apply_events.lua`, every group of a batch pipelined in one round trip. The script skips
+  events whose dedup marker exists, so a redelivered task or a re-run script counts nothing twice.
+- `player_scores_write`: a correction. One player's scores, re-derived by the caller, written as
+  absolute values (`lua/correct_player.lua`) together with the dedup markers of the results those
+  values include, so a queued apply of one of them cannot count it again.
+- Dedup markers, display names and the hidden set, which the scripts read.
+
+The caller (scoring) owns the ledger and its `applied_at`; this module knows only Redis.
 """
 
-import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from django.db import connection
-from django.db.models import Q
-from django.utils import timezone
+from common.redis import client, lua_path, lua_script
+from seasons.models import Game, Season, TieRule
+from seasons.selectors import seasons_by_id
 
-from seasons.models import Season, TieRule
+from . import keys
+from .codec import ScoreCodec, reached_seconds
+from .keys import BoardRef
+from .kinds import KINDS
 
-from . import redis_boards
-from .encoding import ScoreCodec, reached_seconds
-from .models import EventStatus, ScoreEvent
-from .selectors import json_list
-
-logger = logging.getLogger(__name__)
-
-APPLY_SCRIPT = redis_boards.lua_path(__file__, "apply_events.lua")
+APPLY_SCRIPT = lua_path(__file__, "apply_events.lua")
+CORRECT_SCRIPT = lua_path(__file__, "correct_player.lua")
 
 
 @dataclass(frozen=True)
 class EventRow:
+    """One accepted result, as the boards need it."""
+
     id: int
     season_id: int
     player_id: str
     points: int
     accepted_at: datetime
     day: date
-    week: str
     region: str | None
     extra_boards: tuple[str, ...] = ()
 
@@ -47,81 +51,86 @@ class ApplyReport:
     skipped: int = 0
     paused: int = 0
     overflow: int = 0
+    on_boards: list[int] = field(default_factory=list)  # ids now on the boards (or found there)
+    refused: list[int] = field(default_factory=list)  # ids past the season's exact capacity
+
+    def counts(self) -> dict[str, int]:
+        return {"applied": self.applied, "skipped": self.skipped, "paused": self.paused, "overflow": self.overflow}
+
+
+class GamePaused(RuntimeError):
+    """The game's boards are being swapped by a rebuild; try again in a moment."""
 
 
 def boards_for(
-    *, game: str, season_id: int, day: date, week: str, region: str | None, extra: tuple[str, ...] = ()
-) -> tuple[list[redis_boards.BoardRef], list[redis_boards.BoardRef]]:
-    """The points boards and best boards one event lands on: global, its region's, and those of the
-    game's extra dimensions (`country-de`)."""
-    regions = [redis_boards.GLOBAL] + ([region] if region else []) + [e for e in extra if e != region]
-    sums, bests = [], []
+    *, game: str, season_id: int, day: date, region: str | None, extra: Iterable[str] = ()
+) -> tuple[list[BoardRef], list[BoardRef]]:
+    """The sum boards and best boards one result lands on: global, its region's, and those of the
+    game's extra dimensions (`country-de`), for every board kind."""
+    regions = [keys.GLOBAL] + ([region] if region else []) + [e for e in extra if e != region]
+    sums: list[BoardRef] = []
+    bests: list[BoardRef] = []
     for reg in regions:
-        sums.append(redis_boards.BoardRef(game, season_id, "all", reg))
-        sums.append(redis_boards.BoardRef(game, season_id, "daily", reg, day.isoformat()))
-        sums.append(redis_boards.BoardRef(game, season_id, "weekly", reg, week))
-        sums.append(redis_boards.BoardRef(game, season_id, "monthly", reg, day.strftime("%Y-%m")))
-        bests.append(redis_boards.BoardRef(game, season_id, "best", reg))
+        for kind in KINDS.values():
+            (bests if kind.best else sums).append(BoardRef(game, season_id, kind.name, reg, kind.period_of(day)))
     return sums, bests
 
 
-def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, str, bool]]:
-    seasons = Season.objects.filter(id__in=season_ids).select_related("game")
-    return {s.id: (s, s.game.slug, s.game.tie_rule == TieRule.DENSE) for s in seasons}
+def ttl_s(board: str) -> int:
+    return KINDS[board].ttl_s()
 
 
-def events_apply(
-    *, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000
-) -> tuple[ApplyReport, list[int], list[int]]:
-    """Apply events to Redis. Returns the report, the ids now on the boards (applied or found
-    applied before) and the ids refused for overflow. Paused (rebuilding) games apply nothing."""
+def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, Game]]:
+    return {season_id: (season, season.game) for season_id, season in seasons_by_id(season_ids=season_ids).items()}
+
+
+def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
+    """Apply results to the boards (see the module docstring). Paused (rebuilding) games apply
+    nothing: those events are reported `paused`, for the caller to retry."""
     report = ApplyReport()
     if not events:
-        return report, [], []
+        return report
     meta = _season_meta({e.season_id for e in events})
-    groups: dict[tuple[int, date, str, str | None, tuple[str, ...]], list[EventRow]] = defaultdict(list)
+    groups: dict[tuple[int, date, str | None, tuple[str, ...]], list[EventRow]] = defaultdict(list)
     for e in events:
-        groups[(e.season_id, e.day, e.week, e.region, e.extra_boards)].append(e)
+        groups[(e.season_id, e.day, e.region, e.extra_boards)].append(e)
 
-    client = redis_boards.client()
-    script = redis_boards.lua_script(APPLY_SCRIPT)
-    pipe = client.pipeline(transaction=False)
+    redis = client()
+    script = lua_script(APPLY_SCRIPT)
+    pipe = redis.pipeline(transaction=False)
     calls: list[tuple[list[EventRow], list[str]]] = []
-    for (season_id, day, week, region, extra), rows in groups.items():
-        season, game, dense = meta[season_id]
+    for (season_id, day, region, extra), rows in groups.items():
+        season, game = meta[season_id]
         codec = ScoreCodec(season.time_bits)
-        sums, bests = boards_for(game=game, season_id=season_id, day=day, week=week, region=region, extra=extra)
-        ascending = season.game.ascending
-        if ascending:  # lower is better: every board keeps the best (lowest) value of its window
+        dense = game.tie_rule == TieRule.DENSE
+        sums, bests = boards_for(game=game.slug, season_id=season_id, day=day, region=region, extra=extra)
+        if game.ascending:  # lower is better: every board keeps the best (lowest) value of its window
             sums, bests = [], sums + bests
         boards = sums + bests
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            keys: list[str] = [redis_boards.pause_key(game), redis_boards.hidden_key(game)] + [b.key for b in boards]
+            script_keys: list[str] = [keys.pause_key(game.slug), keys.hidden_key(game.slug)] + [b.key for b in boards]
             if dense:
-                keys += [b.distinct_key for b in boards]
+                script_keys += [b.distinct_key for b in boards]
             dedup_index: dict[str, int] = {}
             args: list[Any] = [codec.time_span, codec.max_points, len(sums), len(bests), int(dense), dedup_ttl_s]
-            args += [redis_boards.board_ttl_s(b.board) for b in boards]
-            event_args: list[Any] = []
+            args += [ttl_s(b.board) for b in boards]
             for e in part:
-                dkey, field = redis_boards.dedup_location(e.id)
+                dkey, dfield = keys.dedup_location(e.id)
                 if dkey not in dedup_index:
-                    keys.append(dkey)
-                    dedup_index[dkey] = len(keys)
+                    script_keys.append(dkey)
+                    dedup_index[dkey] = len(script_keys)
                 reached = reached_seconds(season_start=season.starts_at, accepted_at=e.accepted_at)
-                event_args += [
+                args += [
                     e.id,
                     dedup_index[dkey],
-                    field,
+                    dfield,
                     e.player_id,
-                    codec.stored_points(e.points, ascending=ascending),
+                    codec.stored_points(e.points, ascending=game.ascending),
                     min(reached, codec.max_reached_s),
                 ]
-            script(keys=keys, args=args + event_args, client=pipe)
+            script(keys=script_keys, args=args, client=pipe)
             calls.append((part, [b.key for b in boards]))
-    on_boards: list[int] = []
-    overflow: list[int] = []
     changed: set[str] = set()
     for (part, board_keys), reply in zip(calls, pipe.execute(), strict=True):
         if reply[0] == "paused":
@@ -133,73 +142,114 @@ def events_apply(
         report.skipped += int(reply[2])
         refused = {int(x) for x in reply[3:]}
         report.overflow += len(refused)
-        overflow.extend(refused)
-        on_boards.extend(e.id for e in part if e.id not in refused)
-    if changed:  # for the live publisher (boards/events.py): one push per board per second at most
-        client.sadd(redis_boards.dirty_key(), *changed)
-        client.sadd(redis_boards.histogram_dirty_key(), *changed)
-    return report, on_boards, overflow
-
-
-_TABLE = ScoreEvent._meta.db_table
-
-
-def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
-    # One array parameter, not thousands of placeholders: this runs for every batch.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, season_id, player_id, points, accepted_at, day, week, region, extra_boards "
-            f"FROM {_TABLE} WHERE id = ANY(%s::bigint[]) AND status = %s AND applied_at IS NULL ORDER BY id",
-            [event_ids, EventStatus.ACCEPTED.value],
-        )
-        return [
-            EventRow(
-                id=row[0],
-                season_id=row[1],
-                player_id=row[2],
-                points=row[3],
-                accepted_at=row[4],
-                day=row[5],
-                week=row[6],
-                region=row[7],
-                extra_boards=tuple(json_list(row[8])),
-            )
-            for row in cursor.fetchall()
-        ]
-
-
-def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
-    """Apply the still-unapplied accepted events among `event_ids`, then mark them applied.
-
-    Idempotent: the ledger filter skips events already applied; the Lua dedup skips events that
-    reached Redis but whose `applied_at` was not written (a crash in between).
-    """
-    events = _unapplied_rows(event_ids)
-    report, on_boards, overflow = events_apply(events=events, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
-    with connection.cursor() as cursor:
-        if on_boards:
-            cursor.execute(
-                f"UPDATE {_TABLE} SET applied_at = %s WHERE id = ANY(%s::bigint[]) AND applied_at IS NULL",
-                [timezone.now(), on_boards],
-            )
-        if overflow:
-            logger.error("events %s would pass the season's exact score capacity; rejected", overflow)
-            cursor.execute(
-                f"UPDATE {_TABLE} SET status = %s, reason = 'score_overflow' WHERE id = ANY(%s::bigint[])",
-                [EventStatus.REJECTED.value, overflow],
-            )
+        report.refused.extend(refused)
+        report.on_boards.extend(e.id for e in part if e.id not in refused)
+    boards_touched(changed)
     return report
 
 
-def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, limit: int) -> list[int]:
-    """Accepted events still unapplied (the outbox), claimed with SKIP LOCKED and stamped."""
-    ids = list(
-        ScoreEvent.objects.select_for_update(skip_locked=True)
-        .filter(status=EventStatus.ACCEPTED, applied_at__isnull=True, accepted_at__lt=older_than)
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_enqueue_before))
-        .order_by("accepted_at")
-        .values_list("id", flat=True)[:limit]
+def boards_touched(board_keys: Iterable[str]) -> None:
+    """Tell the live publisher and the histogram job that these boards changed."""
+    touched = list(board_keys)
+    if touched:  # for the live publisher (events.py): one push per board per second at most
+        pipe = client().pipeline(transaction=False)
+        pipe.sadd(keys.dirty_key(), *touched)
+        pipe.sadd(keys.histogram_dirty_key(), *touched)
+        pipe.execute()
+
+
+@dataclass(frozen=True)
+class ScoreWrite:
+    """A correction's value for one board: the new encoded score (None removes the player), and
+    the lifetime to give the board if this write creates it (0: none)."""
+
+    key: str
+    score: int | None
+    ttl_s: int = 0
+
+
+def player_scores_write(
+    *,
+    game: Game,
+    season: Season,
+    player_id: str,
+    writes: list[ScoreWrite],
+    included_event_ids: list[int],
+    dedup_ttl_s: int,
+) -> int:
+    """Write one player's re-derived scores on one season's boards as absolute values, atomically,
+    with the dedup markers of `included_event_ids` (results the new values already hold). Returns
+    the number of boards changed; raises GamePaused while a rebuild swaps the game's keys."""
+    codec = ScoreCodec(season.time_bits)
+    dense = game.tie_rule == TieRule.DENSE
+    board_keys = [w.key for w in writes]
+    script_keys = [keys.pause_key(game.slug), *board_keys, *(keys.distinct_key(k) for k in board_keys)]
+    marks: list[int | str] = []
+    index: dict[str, int] = {}
+    for event_id in included_event_ids:
+        dkey, dfield = keys.dedup_location(event_id)
+        if dkey not in index:
+            script_keys.append(dkey)
+            index[dkey] = len(script_keys)
+        marks += [index[dkey], dfield]
+    values = ["" if w.score is None else str(w.score) for w in writes]
+    ttls = [w.ttl_s for w in writes]
+    redis = client()
+    reply = lua_script(CORRECT_SCRIPT)(
+        keys=script_keys,
+        args=[player_id, len(writes), codec.time_span, int(dense), *values, *ttls, *marks],
+        client=redis,
     )
-    if ids:
-        ScoreEvent.objects.filter(id__in=ids).update(enqueued_at=timezone.now())
-    return ids
+    if reply[0] == "paused":
+        raise GamePaused(game.slug)
+    changed = int(reply[1])
+    pipe = redis.pipeline(transaction=False)
+    if changed:
+        pipe.sadd(keys.dirty_key(), *board_keys)
+        pipe.incr(keys.generation_key(game.slug))
+    for dkey in index:
+        pipe.expire(dkey, dedup_ttl_s)
+    pipe.execute()
+    return changed
+
+
+def dedup_mark(*, event_ids: list[int], ttl_s: int) -> None:
+    """Mark results as on the boards (a rebuild wrote them in with the rest)."""
+    pipe = client().pipeline(transaction=False)
+    for event_id in event_ids:
+        dkey, dfield = keys.dedup_location(event_id)
+        pipe.hset(dkey, dfield, "1")
+        pipe.expire(dkey, ttl_s)
+    pipe.execute()
+
+
+def dedup_clear(*, event_ids: list[int]) -> None:
+    """Forget that results were applied: the next apply of each counts it (a withheld or reinstated
+    result, whose old contribution a correction already took off the boards)."""
+    if not event_ids:
+        return
+    pipe = client().pipeline(transaction=False)
+    for event_id in event_ids:
+        pipe.hdel(*keys.dedup_location(event_id))
+    pipe.execute()
+
+
+def names_store(*, game: str, names: Mapping[str, str]) -> None:
+    """Display names into the game's names hash (read by the board scripts)."""
+    if names:
+        client().hset(keys.names_key(game), mapping=dict[Any, Any](names))
+
+
+def name_forget(*, game: str, player_id: str) -> None:
+    client().hdel(keys.names_key(game), player_id)
+
+
+def hidden_add(*, game: str, player_ids: list[str]) -> None:
+    """Hidden or deleted: the writer skips their results and corrections take them off."""
+    if player_ids:
+        client().sadd(keys.hidden_key(game), *player_ids)
+
+
+def hidden_remove(*, game: str, player_ids: list[str]) -> None:
+    if player_ids:
+        client().srem(keys.hidden_key(game), *player_ids)

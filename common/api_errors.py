@@ -5,7 +5,7 @@ from typing import Any
 
 import redis
 from django.db import InterfaceError, OperationalError
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -20,6 +20,11 @@ class ApiError(exceptions.APIException):
         self.code = code
         self.extra_headers = headers or {}
         super().__init__(detail=detail, code=code)
+
+
+class ErrorSerializer(serializers.Serializer[Any]):  # the error shape, for the OpenAPI schema
+    detail = serializers.CharField()
+    code = serializers.CharField(help_text="Machine code, e.g. invalid, season_closed, idempotency_conflict.")
 
 
 def error_body(*, detail: str, code: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -10,10 +10,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base"
 
 app = Celery("leaderboard_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = [Queue("scoring", Exchange(""), routing_key="scoring")]
-app.conf.task_default_queue = "scoring"
-app.conf.task_default_exchange = ""
-app.conf.task_default_routing_key = "scoring"
+app.conf.update(
+    task_queues=[Queue("scoring", Exchange(""), routing_key="scoring")],
+    task_default_queue="scoring",
+    task_default_exchange="",
+    task_default_routing_key="scoring",
+)
 app.autodiscover_tasks()
 
 
@@ -27,7 +29,9 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "options": {"expires": 30},
         },
         "seasons.rotate": {"task": "seasons.rotate", "schedule": 15.0, "options": {"expires": 60}},
-        "anticheat.anomalies": {"task": "anticheat.anomalies", "schedule": 60.0, "options": {"expires": 120}},
+        "scoring.seasons_freeze": {"task": "scoring.seasons_freeze", "schedule": 15.0, "options": {"expires": 60}},
+        "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
+        "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # One publisher for all web processes: each changed board's top 10, at most once a second.
         "boards.publish_live": {"task": "boards.publish_live", "schedule": 1.0, "options": {"expires": 5}},
         "boards.histograms": {"task": "boards.histograms", "schedule": 60.0, "options": {"expires": 120}},

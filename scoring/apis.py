@@ -1,20 +1,29 @@
-"""Signed submission endpoints (match servers only). Thin: verify, parse, one service call."""
+"""Signed endpoints (match servers and the studio's backend, never a player's app): results,
+batches, player profiles, friendships, a player's own rank. Thin: verify, parse, one call."""
 
 import json
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from anticheat.models import ServerKey
 from anticheat.signed import SIGNATURE_HEADERS, signed_key
-from leaderboard_site.api_errors import ApiError
+from boards.models import Player
+from boards.params import BOARD_PARAMS, not_ranked, resolve
+from boards.services import friendship_add, friendship_remove
+from common.api_errors import ApiError, ErrorSerializer
+from common.formats import PLAYER_ID_RE
 from seasons.selectors import game_get
 
 from . import serializers
+from .players import player_delete, player_update
+from .selectors import player_own_rank
 from .services import MatchOutcome, matches_submit
 from .validation import parse_match_id, validate_match
 
@@ -26,7 +35,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def verified_json(request: Request, game: str) -> tuple[Any, Any]:
+def verified_json(request: Request, game: str) -> tuple[ServerKey, Any]:
     """Check the signature over the raw body first (DRF #2774), then parse it strictly."""
     key = signed_key(request, game)
     try:
@@ -54,12 +63,12 @@ class MatchResultSubmitApi(APIView):
         responses={
             202: serializers.MatchAnswerSerializer,
             200: serializers.MatchAnswerSerializer,
-            400: serializers.ErrorSerializer,
-            401: serializers.ErrorSerializer,
-            403: serializers.ErrorSerializer,
-            409: serializers.ErrorSerializer,
-            429: serializers.ErrorSerializer,
-            503: serializers.ErrorSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            403: ErrorSerializer,
+            409: ErrorSerializer,
+            429: ErrorSerializer,
+            503: ErrorSerializer,
         },
         description=(
             "Submit one match's results. 202 with a status per result; the same match id with the "
@@ -100,10 +109,10 @@ class MatchBatchSubmitApi(APIView):
         request=serializers.BatchInSerializer,
         responses={
             200: serializers.BatchAnswerSerializer,
-            400: serializers.ErrorSerializer,
-            401: serializers.ErrorSerializer,
-            403: serializers.ErrorSerializer,
-            503: serializers.ErrorSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            403: ErrorSerializer,
+            503: ErrorSerializer,
         },
         description=(
             "Up to 1,000 matches in one signed request. Always 200 when the envelope is valid: each "
@@ -146,3 +155,107 @@ class MatchBatchSubmitApi(APIView):
         for (i, _), outcome in zip(prepared, outcomes, strict=True):
             answers[i] = {**outcome.body, "http_status": outcome.http_status}
         return Response({"matches": answers}, status=200)
+
+
+def _player_or_404(player_id: str) -> None:
+    if not PLAYER_ID_RE.match(player_id):
+        raise ApiError(404, "not_found", "No such player.")
+
+
+class PlayerApi(APIView):
+    """A player's profile and account."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="player_update",
+        parameters=SIGNATURE_HEADERS,
+        request=serializers.PlayerPatchSerializer,
+        responses={200: serializers.PlayerSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="Set `display_name` and/or `hidden`. A hidden player leaves every public answer at once.",
+    )
+    def patch(self, request: Request, game: str, player_id: str) -> Response:
+        key, data = verified_json(request, game)
+        _player_or_404(player_id)
+        if not isinstance(data, dict) or not data.keys() & {"display_name", "hidden"}:
+            raise ApiError(400, "invalid", "Send display_name and/or hidden.")
+        patch = serializers.PlayerPatchSerializer(data=data)
+        if not patch.is_valid():
+            raise ValidationError(patch.errors)
+        try:
+            player = player_update(
+                game=key.game,
+                player_id=player_id,
+                display_name=patch.validated_data.get("display_name"),
+                hidden=patch.validated_data.get("hidden"),
+            )
+        except Player.DoesNotExist as exc:
+            raise ApiError(404, "not_found", "This account was deleted.") from exc
+        return Response(serializers.PlayerSerializer(player).data)
+
+    @extend_schema(
+        operation_id="player_delete",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.",
+    )
+    def delete(self, request: Request, game: str, player_id: str) -> Response:
+        key = signed_key(request, game)
+        _player_or_404(player_id)
+        player_delete(game=key.game, player_id=player_id)
+        return Response(status=204)
+
+
+class PlayerRankApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="player_rank",
+        parameters=[*SIGNATURE_HEADERS, OpenApiParameter("board", str, description="Default `all`."), *BOARD_PARAMS],
+        responses={200: serializers.OwnRankSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        description="The player's own score and rank, also when hidden (counted as if visible).",
+    )
+    def get(self, request: Request, game: str, player_id: str) -> Response:
+        signed_key(request, game)
+        view = resolve(request, game, request.query_params.get("board") or "all")
+        own = player_own_rank(view=view, player_id=player_id)
+        if own is None:
+            raise not_ranked(player_id)
+        return Response(serializers.OwnRankSerializer(own).data)
+
+
+class FriendshipApi(APIView):
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(
+        operation_id="friendship_add",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 400: ErrorSerializer, 401: ErrorSerializer},
+        description="A confirmed, mutual friendship (idempotent).",
+    )
+    def put(self, request: Request, game: str, player_id: str, friend_id: str) -> Response:
+        key = signed_key(request, game)
+        for pid in (player_id, friend_id):
+            if not PLAYER_ID_RE.match(pid):
+                raise ApiError(400, "invalid", f"{pid!r} is not a player id.")
+        if player_id == friend_id:
+            raise ApiError(400, "invalid", "A player cannot befriend themselves.")
+        friendship_add(game=key.game, player_id=player_id, friend_id=friend_id)
+        return Response(status=204)
+
+    @extend_schema(
+        operation_id="friendship_remove",
+        parameters=SIGNATURE_HEADERS,
+        request=None,
+        responses={204: None, 401: ErrorSerializer},
+        description="Ends a friendship (idempotent).",
+    )
+    def delete(self, request: Request, game: str, player_id: str, friend_id: str) -> Response:
+        key = signed_key(request, game)
+        friendship_remove(game=key.game, player_id=player_id, friend_id=friend_id)
+        return Response(status=204)

@@ -1,19 +1,24 @@
-"""Bans and revocations: the ledger changes first, then the boards are corrected from it."""
+"""Moderation: the decisions that change a result's status (approve, revoke, reinstate, ban with
+revocation, anomaly withholding). The ledger changes first, then the boards are corrected from it;
+every decision is audited (anticheat's audit log)."""
 
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from scoring import redis_boards
-from scoring.corrections import CorrectionPaused, player_correct
-from scoring.models import EventStatus, ScoreEvent, SeasonTotal
+from anticheat.services import ANOMALY_POLICY, AnomalyPolicy, anomalies_judge, audit, ban_record
+from boards.writer import dedup_clear
 from seasons.models import Game
 
-from .models import AuditEntry, Ban
+from .corrections import player_correct_retrying
+from .models import EventStatus, ScoreEvent, SeasonTotal
+from .players import DELETED_PREFIX
+
+Actor = User | None  # the moderator who decided; None for a command or a job
 
 
 @dataclass(frozen=True)
@@ -23,34 +28,20 @@ class BanResult:
     boards_changed: int
 
 
-def audit(
-    *, action: str, target: str, actor=None, actor_label: str = "", game: Game | None = None, reason: str = ""
-) -> None:
-    AuditEntry.objects.create(
-        actor=actor if getattr(actor, "pk", None) else None,
-        actor_label=actor_label or (getattr(actor, "get_username", lambda: "")() or "system"),
-        action=action,
-        game=game,
-        target=target,
-        reason=reason,
-    )
-
-
 def player_ban(
     *,
     game: Game,
     player_id: str,
     reason: str = "",
     revoke_since: datetime | None = None,
-    actor=None,
+    actor: Actor = None,
     actor_label: str = "",
 ) -> BanResult:
     """Ban a player: their new results are rejected. With `revoke_since`, their accepted and pending
     results played since then are revoked (kept in the ledger, status `revoked`), their season
     totals reduced, and every board they were on corrected from what remains."""
     with transaction.atomic():
-        # Idempotent: a player already banned keeps their one active ban.
-        Ban.objects.get_or_create(game=game, player_id=player_id, lifted_at=None, defaults={"reason": reason})
+        ban_record(game=game, player_id=player_id, reason=reason)
         audit(action="ban", target=player_id, actor=actor, actor_label=actor_label, game=game, reason=reason)
         revoked = 0
         if revoke_since is not None:
@@ -70,20 +61,11 @@ def player_ban(
             revoked = targets.update(status=EventStatus.REVOKED, reason="banned")
             for season_id, points in lost.items():
                 SeasonTotal.objects.filter(season_id=season_id, player_id=player_id).update(points=F("points") - points)
-    changed = _correct(game, player_id) if revoked else 0
+    changed = player_correct_retrying(game=game, player_id=player_id) if revoked else 0
     return BanResult(player_id=player_id, revoked=revoked, boards_changed=changed)
 
 
-def _correct(game: Game, player_id: str, attempts: int = 50) -> int:
-    for _ in range(attempts):
-        try:
-            return player_correct(game=game, player_id=player_id)
-        except CorrectionPaused:
-            time.sleep(0.2)  # a rebuild is swapping keys in; it takes a moment
-    raise CorrectionPaused(game.slug)
-
-
-def _account(events: list[ScoreEvent], *, sign: int, action: str, reason: str, actor, actor_label: str) -> None:
+def _account(events: list[ScoreEvent], *, sign: int, action: str, reason: str, actor: Actor, actor_label: str) -> None:
     """Season totals follow a status change (+points into accepted, -points out of it); audited."""
     for event in events:
         if sign > 0:
@@ -101,11 +83,11 @@ class ReviewResult:
     skipped: int
 
 
-def results_approve(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
     """Approve pending results: they become `accepted` now (their reach time is the approval) and
     go down the normal apply path. Results no longer pending are skipped (e.g. revoked meanwhile).
     Locks the events (a concurrent revoke waits, then finds them accepted and revokes them)."""
-    from scoring.services import enqueue_apply
+    from .services import enqueue_apply
 
     now = timezone.now()
     with transaction.atomic():
@@ -130,7 +112,7 @@ def results_approve(*, event_ids: list[int], reason: str, actor=None, actor_labe
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
 
 
-def results_revoke(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
     """Revoke results (accepted or pending): marked `revoked` in the ledger, never deleted; each
     affected player's boards are then re-derived from what remains and written as absolute values.
     Locks the events; the correction locks each player."""
@@ -146,10 +128,15 @@ def results_revoke(*, event_ids: list[int], reason: str, actor=None, actor_label
         others = [e for e in events if e.status != EventStatus.ACCEPTED]
         _account(others, sign=0, action="revoke", reason=reason, actor=actor, actor_label=actor_label)
         ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(status=EventStatus.REVOKED, reason="revoked")
+    _correct_players(events)
+    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+
+
+def _correct_players(events: list[ScoreEvent]) -> None:
+    """Correct the boards of every player these events belong to, in a fixed order."""
     for game_id, player_id in sorted({(e.game_id, e.player_id) for e in events}):
         game = next(e.game for e in events if e.game_id == game_id)
-        _correct(game, player_id)
-    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+        player_correct_retrying(game=game, player_id=player_id)
 
 
 def _withhold(events: list[ScoreEvent], reason: str) -> None:
@@ -166,71 +153,73 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
         )
     # Their dedup markers go: once approved, they must be applied again (a queued copy of the old
     # apply finds them pending in the ledger and skips them).
-    pipe = redis_boards.client().pipeline(transaction=False)
-    for event in locked:
-        pipe.hdel(*redis_boards.dedup_location(event.id))
-    pipe.execute()
-    for game_id, player_id in sorted({(e.game_id, e.player_id) for e in locked}):
-        _correct(next(e.game for e in locked if e.game_id == game_id), player_id)
+    dedup_clear(event_ids=[e.id for e in locked])
+    _correct_players(locked)
 
 
-def anomalies_review(
-    *, game: Game, now: datetime, quantile: float = 0.9999, min_cohort: int = 10_000
-) -> tuple[int, int]:
-    """The anomaly job: results above the cohort's `quantile` of points per match over the last 7
-    days go to review (withheld from the boards, taken off them exactly if already applied);
-    results it held earlier that the cohort has since caught up with are released automatically.
-    Results a moderator approved are never flagged again. Returns (withheld, released)."""
-    since = now - timedelta(days=7)
+def anomalies_review(*, game: Game, now: datetime, policy: AnomalyPolicy = ANOMALY_POLICY) -> tuple[int, int]:
+    """The anomaly job: results whose points the policy (anticheat's `anomalies_judge`) finds
+    above the cohort's quantile over its window go to review (withheld from the boards, taken off
+    them exactly if already applied); results it held earlier that the cohort has since caught up
+    with are released automatically. Results a moderator approved are never flagged again.
+    Returns (withheld, released)."""
+    since = now - timedelta(days=policy.window_days)
     cohort = ScoreEvent.objects.filter(game=game, accepted_at__gte=since).exclude(
         status__in=[EventStatus.REJECTED, EventStatus.REVOKED]
     )
-    if cohort.count() < min_cohort:
+    size = cohort.count()
+    threshold = None
+    if size >= policy.min_cohort:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY points) FROM {ScoreEvent._meta.db_table} "
+                "WHERE game_id = %s AND accepted_at >= %s AND status IN ('accepted', 'pending_review')",
+                [policy.quantile, game.id, since],
+            )
+            threshold = int(cursor.fetchone()[0])
+    limit = anomalies_judge(policy=policy, cohort_size=size, quantile_points=threshold)
+    if limit is None:
         return 0, 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY points) FROM {ScoreEvent._meta.db_table} "
-            "WHERE game_id = %s AND accepted_at >= %s AND status IN ('accepted', 'pending_review')",
-            [quantile, game.id, since],
-        )
-        threshold = int(cursor.fetchone()[0])
     suspects = list(
-        cohort.filter(status=EventStatus.ACCEPTED, points__gt=threshold, reviewed_at__isnull=True).select_related(
-            "game"
-        )
+        cohort.filter(status=EventStatus.ACCEPTED, points__gt=limit, reviewed_at__isnull=True).select_related("game")
     )
     if suspects:
-        _withhold(suspects, reason=f"points above the 7-day p{quantile * 100:g} ({threshold})")
+        _withhold(suspects, reason=f"points above the {policy.window_days}-day p{policy.quantile * 100:g} ({limit})")
     cleared = list(
         ScoreEvent.objects.filter(
-            game=game, status=EventStatus.PENDING_REVIEW, reason="anomaly", points__lte=threshold
+            game=game, status=EventStatus.PENDING_REVIEW, reason="anomaly", points__lte=limit
         ).values_list("id", flat=True)
     )
     if cleared:
-        results_approve(event_ids=cleared, reason=f"re-check: within the 7-day cohort ({threshold})")
+        results_approve(event_ids=cleared, reason=f"re-check: within the {policy.window_days}-day cohort ({limit})")
     return len(suspects), len(cleared)
 
 
-def results_reinstate(*, event_ids: list[int], reason: str, actor=None, actor_label: str = "") -> ReviewResult:
+def results_reinstate(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
     """Undo a revocation (a disqualification is reversible): revoked results become accepted again
     and go down the normal apply path. Their old dedup markers are dropped first, so the apply
-    counts them (the correction that revoked them took them off the boards)."""
-    from scoring.services import enqueue_apply
+    counts them (the correction that revoked them took them off the boards).
 
+    The markers go before the transaction, not inside it (no Redis call holds the row locks): a
+    revoked result is never applied, so a marker dropped for one that stays revoked (a failed
+    transaction, or a concurrent revoke) changes nothing."""
+    from .services import enqueue_apply
+
+    candidates = list(
+        ScoreEvent.objects.filter(id__in=event_ids, status=EventStatus.REVOKED)
+        .exclude(player_id__startswith=DELETED_PREFIX)
+        .values_list("id", flat=True)
+    )
+    dedup_clear(event_ids=candidates)
     now = timezone.now()
     with transaction.atomic():
         events = list(
             ScoreEvent.objects.select_for_update()
-            .filter(id__in=event_ids, status=EventStatus.REVOKED)
-            .exclude(player_id__startswith="~deleted~")
+            .filter(id__in=candidates, status=EventStatus.REVOKED)
             .select_related("game")
         )
         _account(events, sign=+1, action="reinstate", reason=reason, actor=actor, actor_label=actor_label)
         ids = [e.id for e in events]
-        pipe = redis_boards.client().pipeline(transaction=False)
-        for event_id in ids:
-            pipe.hdel(*redis_boards.dedup_location(event_id))
-        pipe.execute()
         ScoreEvent.objects.filter(id__in=ids).update(
             status=EventStatus.ACCEPTED, reason="", accepted_at=now, applied_at=None, enqueued_at=None, reviewed_at=now
         )

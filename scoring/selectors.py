@@ -1,10 +1,9 @@
 """Reads of the ledger: what every board must hold, derived from accepted events alone.
 
-`ledger_boards` is the truth that `rebuild_boards` writes and that the consistency checks compare
-the live boards against, member by member. It applies the same rules as the Lua writer: sums for
-season/day/week boards, the best single match for `best`; "reached" is the latest accept time
-of a positive result (or the earliest while all are zero); for `best`, the earliest accept time
-of the best result.
+`ledger_boards` is the truth that `rebuild_boards` writes, that corrections and the freeze take,
+and that the consistency checks compare the live boards against, member by member. PostgreSQL
+sums each player's results per (season, region, dimensions, day); the scoring rule itself
+(`boards.tally.Tally`) folds those into each board kind, the same rule the Lua writer applies.
 """
 
 import json
@@ -15,81 +14,20 @@ from datetime import date, datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Min
 
-from boards.models import Player
-from seasons.models import Game, Season
+from boards.codec import ScoreCodec, reached_seconds
+from boards.keys import GLOBAL, BoardRef, board_pattern, is_board_key
+from boards.kinds import KINDS
+from boards.selectors import BoardView, board_ranks, frozen_own_rank, hidden_players_sql, player_hidden
+from boards.tally import BoardScores, Tally
+from common.redis import client
+from seasons.models import Game
+from seasons.selectors import seasons_of
 
-from . import redis_boards
-from .encoding import ScoreCodec, reached_seconds
 from .models import EventStatus, ScoreEvent
 
-
-@dataclass
-class Aggregate:
-    points: int
-    last_positive: datetime | None
-    first: datetime
-    best: int
-    best_at: datetime
-    last_write: datetime
-    low: int = 0
-    low_at: datetime | None = None
-
-    def merge(self, other: "Aggregate") -> None:
-        self.points += other.points
-        if other.last_positive is not None and (self.last_positive is None or other.last_positive > self.last_positive):
-            self.last_positive = other.last_positive
-        self.first = min(self.first, other.first)
-        if other.best > self.best or (other.best == self.best and other.best_at < self.best_at):
-            self.best, self.best_at = other.best, other.best_at
-        if other.low_at is not None and (
-            self.low_at is None or other.low < self.low or (other.low == self.low and other.low_at < self.low_at)
-        ):
-            self.low, self.low_at = other.low, other.low_at
-        self.last_write = max(self.last_write, other.last_write)
-
-
-@dataclass
-class LedgerBoard:
-    ref: redis_boards.BoardRef
-    scores: dict[str, int]
-    last_write: datetime
-
-    def ttl_left_s(self, now: datetime) -> int | None:
-        """Seconds the board should still live (day and week boards), None for no expiry."""
-        ttl = redis_boards.board_ttl_s(self.ref.board)
-        if ttl == 0:
-            return None
-        return int(ttl - (now - self.last_write).total_seconds())
-
-
-def _sql(
-    game_id: int, player_ids: Iterable[str] | None, season_id: int | None = None, include_hidden: bool = False
-) -> tuple[str, list[Any]]:
-    table = ScoreEvent._meta.db_table
-    where = "game_id = %s AND status = %s"
-    params: list[Any] = [game_id, EventStatus.ACCEPTED.value]
-    if not include_hidden:  # hidden and deleted players are on no public board
-        players = Player._meta.db_table
-        where += (
-            f" AND player_id NOT IN (SELECT player_id FROM {players} WHERE game_id = %s"
-            " AND (hidden OR deleted_at IS NOT NULL))"
-        )
-        params.append(game_id)
-    if season_id is not None:
-        where += " AND season_id = %s"
-        params.append(season_id)
-    if player_ids is not None:
-        where += " AND player_id = ANY(%s)"
-        params.append(list(player_ids))
-    sql = (
-        "SELECT season_id, player_id, region, extra_boards, day, week, SUM(points), "
-        "MAX(accepted_at) FILTER (WHERE points > 0), MIN(accepted_at), MAX(points), "
-        "(array_agg(accepted_at ORDER BY points DESC, accepted_at))[1], MAX(accepted_at), "
-        "MIN(points), (array_agg(accepted_at ORDER BY points ASC, accepted_at))[1] "
-        f"FROM {table} WHERE {where} GROUP BY season_id, player_id, region, extra_boards, day, week"
-    )
-    return sql, params
+_TABLE = ScoreEvent._meta.db_table
 
 
 def json_list(value: Any) -> list[str]:
@@ -99,73 +37,90 @@ def json_list(value: Any) -> list[str]:
     return list(value or [])
 
 
+def _sql(
+    game_id: int, player_ids: Iterable[str] | None, season_id: int | None, include_hidden: bool
+) -> tuple[str, list[Any]]:
+    where = "game_id = %s AND status = %s"
+    params: list[Any] = [game_id, EventStatus.ACCEPTED.value]
+    if not include_hidden:  # hidden and deleted players are on no public board
+        hidden_sql, hidden_params = hidden_players_sql(game_id=game_id)
+        where += f" AND player_id NOT IN ({hidden_sql})"
+        params += hidden_params
+    if season_id is not None:
+        where += " AND season_id = %s"
+        params.append(season_id)
+    if player_ids is not None:
+        where += " AND player_id = ANY(%s)"
+        params.append(list(player_ids))
+    # Per group: the sum, the latest positive and the earliest accept time, the best and the lowest
+    # result each with the earliest time it was scored, and the last write.
+    sql = (
+        "SELECT season_id, player_id, region, extra_boards, day, SUM(points), "
+        "MAX(accepted_at) FILTER (WHERE points > 0), MIN(accepted_at), "
+        "MAX(points), (array_agg(accepted_at ORDER BY points DESC, accepted_at))[1], "
+        "MIN(points), (array_agg(accepted_at ORDER BY points ASC, accepted_at))[1], MAX(accepted_at) "
+        f"FROM {_TABLE} WHERE {where} GROUP BY season_id, player_id, region, extra_boards, day"
+    )
+    return sql, params
+
+
 def ledger_boards(
     *,
     game: Game,
     player_ids: Iterable[str] | None = None,
     season_id: int | None = None,
     include_hidden: bool = False,
-) -> dict[str, LedgerBoard]:
+) -> dict[str, BoardScores]:
     """Every board of the game as the ledger says it must be: key -> members and encoded scores.
 
     With `player_ids`, only those players' entries (for a targeted recompute); with `season_id`,
-    only that season's boards.
+    only that season's boards; with `include_hidden`, hidden players too (their own rank).
     """
-    seasons = {s.id: s for s in Season.objects.filter(game=game)}
-    # (season, board, region, period, player) -> aggregate
-    acc: dict[tuple[int, str, str, str, str], Aggregate] = {}
-
-    def add(key: tuple[int, str, str, str, str], agg: Aggregate) -> None:
-        found = acc.get(key)
-        if found is None:
-            acc[key] = Aggregate(**agg.__dict__)
-        else:
-            found.merge(agg)
+    seasons = {s.id: s for s in seasons_of(game=game)}
+    tallies: dict[tuple[str, str], Tally] = {}  # (board key, player) -> tally
+    refs: dict[str, tuple[BoardRef, datetime]] = {}  # board key -> (ref, last write)
 
     sql, params = _sql(game.id, player_ids, season_id, include_hidden)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        while True:
-            rows = cursor.fetchmany(10_000)
-            if not rows:
-                break
-            for season_id, player, region, extra, day, week, total, last_pos, first, best, best_at, last, *lows in rows:
-                agg = Aggregate(int(total), last_pos, first, int(best), best_at, last, int(lows[0]), lows[1])
-                regions = [redis_boards.GLOBAL] + ([region] if region else [])
-                regions += [e for e in json_list(extra) if e not in regions]
-                period_day = day.isoformat() if isinstance(day, date) else str(day)
-                for reg in regions:
-                    add((season_id, "all", reg, redis_boards.NO_PERIOD, player), agg)
-                    add((season_id, "best", reg, redis_boards.NO_PERIOD, player), agg)
-                    add((season_id, "daily", reg, period_day, player), agg)
-                    add((season_id, "weekly", reg, week, player), agg)
-                    add((season_id, "monthly", reg, period_day[:7], player), agg)
+        while rows := cursor.fetchmany(10_000):
+            for sid, player, region, extra, day, total, last_pos, first, best, best_at, low, low_at, last in rows:
+                start = seasons[sid].starts_at
 
-    boards: dict[str, LedgerBoard] = {}
-    for (season_id, board, region, period, player), agg in acc.items():
-        season = seasons[season_id]
-        codec = ScoreCodec(season.time_bits)
-        ref = redis_boards.BoardRef(game.slug, season_id, board, region, period)
-        if game.ascending:  # every board: the lowest value of the window, stored inverted
-            assert agg.low_at is not None
-            score = codec.encode(
-                points=codec.stored_points(agg.low, ascending=True),
-                reached_s=reached_seconds(season_start=season.starts_at, accepted_at=agg.low_at),
-            )
-        elif board == "best":
-            score = codec.encode(
-                points=agg.best, reached_s=reached_seconds(season_start=season.starts_at, accepted_at=agg.best_at)
-            )
-        else:
-            reached_at = agg.last_positive if agg.points > 0 and agg.last_positive is not None else agg.first
-            score = codec.encode(
-                points=agg.points, reached_s=reached_seconds(season_start=season.starts_at, accepted_at=reached_at)
-            )
-        entry = boards.get(ref.key)
-        if entry is None:
-            entry = boards[ref.key] = LedgerBoard(ref=ref, scores={}, last_write=agg.last_write)
-        entry.scores[player] = score
-        entry.last_write = max(entry.last_write, agg.last_write)
+                def at(moment: datetime | None, start: datetime = start) -> int | None:
+                    return None if moment is None else reached_seconds(season_start=start, accepted_at=moment)
+
+                group = Tally(
+                    points=int(total),
+                    last_positive_s=at(last_pos),
+                    first_s=reached_seconds(season_start=start, accepted_at=first),
+                    best=int(best),
+                    best_s=reached_seconds(season_start=start, accepted_at=best_at),
+                    low=int(low),
+                    low_s=reached_seconds(season_start=start, accepted_at=low_at),
+                )
+                regions = [GLOBAL] + ([region] if region else [])
+                regions += [e for e in json_list(extra) if e not in regions]
+                played_day = day if isinstance(day, date) else date.fromisoformat(str(day))
+                for reg in regions:
+                    for kind in KINDS.values():
+                        ref = BoardRef(game.slug, sid, kind.name, reg, kind.period_of(played_day))
+                        found = tallies.get((ref.key, player))
+                        if found is None:
+                            tallies[(ref.key, player)] = group.copy()
+                        else:
+                            found.merge(group)
+                        seen = refs.get(ref.key)
+                        if seen is None or seen[1] < last:
+                            refs[ref.key] = (ref, last)
+
+    boards: dict[str, BoardScores] = {
+        key: BoardScores(ref=ref, scores={}, last_write=last) for key, (ref, last) in refs.items()
+    }
+    for (key, player), tally in tallies.items():
+        board = boards[key]
+        codec = ScoreCodec(seasons[board.ref.season_id].time_bits)
+        board.scores[player] = tally.score(codec, best=KINDS[board.ref.board].best, ascending=game.ascending)
     return boards
 
 
@@ -187,19 +142,51 @@ def boards_diff(*, game: Game, now: datetime) -> dict[str, dict[str, tuple[int |
     """Live boards against the ledger: {key: {player: (redis score, ledger score)}} where they differ.
 
     Day and week boards whose TTL has run out are expected to be gone."""
-    client = redis_boards.client()
-    expected = {key: board for key, board in ledger_boards(game=game).items() if (board.ttl_left_s(now) or 1) > 0}
-    live_keys = {
-        str(k)
-        for k in client.scan_iter(match=redis_boards.board_pattern(game.slug), count=1000)
-        if not str(k).endswith((":d", ":rebuild"))
-    }
+    redis = client()
+    expected = {key: board for key, board in ledger_boards(game=game).items() if not board.expired(now)}
+    live_keys = {str(k) for k in redis.scan_iter(match=board_pattern(game.slug), count=1000) if is_board_key(str(k))}
     diff: dict[str, dict[str, tuple[int | None, int | None]]] = defaultdict(dict)
     for key in live_keys | set(expected):
-        pairs: list[Any] = client.zrange(key, 0, -1, withscores=True)  # [(member, score)]
+        pairs: list[Any] = redis.zrange(key, 0, -1, withscores=True)  # [(member, score)]
         live = {str(m): int(float(s)) for m, s in pairs}
         want = expected[key].scores if key in expected else {}
         for player in live.keys() | want.keys():
             if live.get(player) != want.get(player):
                 diff[key][player] = (live.get(player), want.get(player))
     return dict(diff)
+
+
+@dataclass(frozen=True)
+class OwnRank:
+    player_id: str
+    score: int
+    rank: int
+    hidden: bool
+
+
+def player_own_rank(*, view: BoardView, player_id: str) -> OwnRank | None:
+    """A player's own score and rank, hidden or not, counted as if visible (what their profile
+    page shows them): from the ledger for a live season, from the standings for a frozen one."""
+    found: tuple[int, int] | None
+    if view.frozen:
+        found = frozen_own_rank(view=view, player_id=player_id)
+    else:
+        board = ledger_boards(
+            game=view.game, player_ids=[player_id], season_id=view.season.id, include_hidden=True
+        ).get(view.ref.key)
+        if board is None or player_id not in board.scores:
+            return None
+        score = board.scores[player_id]
+        [rank] = board_ranks(view=view, members=[(player_id, score)])
+        found = (view.shown(view.codec.points(score)), rank)
+    if found is None:
+        return None
+    return OwnRank(player_id, found[0], found[1], player_hidden(game=view.game, player_id=player_id))
+
+
+def queue_lag_s(*, now: datetime) -> float:
+    """Age in seconds of the oldest accepted result not yet on the boards (0 when none)."""
+    oldest = ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).aggregate(
+        oldest=Min("accepted_at")
+    )["oldest"]
+    return max(0.0, (now - oldest).total_seconds()) if oldest else 0.0

@@ -1,15 +1,11 @@
-"""Request and response shapes of the submission API, for the OpenAPI schema.
+"""Request and response shapes of the signed API (submissions, profiles, friends, own rank).
 
-Validation itself is scoring/validation.py (strict types, fast enough for 100,000 results a
-request); these serializers document the same contract.
+Submissions are validated by scoring/validation.py (strict types, fast enough for 100,000 results
+a request); their serializers document the same contract for the schema. The profile endpoints
+validate and render with these serializers.
 """
 
 from rest_framework import serializers
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField(help_text="Machine code, e.g. invalid, season_closed, idempotency_conflict.")
 
 
 class ResultInSerializer(serializers.Serializer):
@@ -23,7 +19,7 @@ class MatchInSerializer(serializers.Serializer):
     played_at = serializers.DateTimeField(help_text="ISO 8601 UTC; at most 60 s ahead of the server clock.")
     duration_s = serializers.IntegerField(min_value=0)
     season = serializers.IntegerField(required=False, help_text="Default: the season containing played_at.")
-    results = ResultInSerializer(many=True, min_length=1, max_length=100)
+    results = serializers.ListField(child=ResultInSerializer(), min_length=1, max_length=100)
 
 
 class BatchMatchInSerializer(MatchInSerializer):
@@ -31,7 +27,7 @@ class BatchMatchInSerializer(MatchInSerializer):
 
 
 class BatchInSerializer(serializers.Serializer):
-    matches = BatchMatchInSerializer(many=True, min_length=1, max_length=1000)
+    matches = serializers.ListField(child=BatchMatchInSerializer(), min_length=1, max_length=1000)
 
 
 class ResultOutcomeSerializer(serializers.Serializer):
@@ -53,3 +49,33 @@ class BatchMatchAnswerSerializer(MatchAnswerSerializer):
 
 class BatchAnswerSerializer(serializers.Serializer):
     matches = BatchMatchAnswerSerializer(many=True)
+
+
+class PlayerPatchSerializer(serializers.Serializer):
+    """Strict: a display name is a string, hidden a JSON boolean (no "true" or 1)."""
+
+    display_name = serializers.CharField(required=False, max_length=100)
+    hidden = serializers.BooleanField(required=False)
+
+    def validate_display_name(self, value: str) -> str:
+        if not isinstance(self.initial_data.get("display_name"), str) or not 1 <= len(value.strip()) <= 100:
+            raise serializers.ValidationError("A display name is a string of 1-100 characters.")
+        return value.strip()
+
+    def validate_hidden(self, value: bool) -> bool:
+        if not isinstance(self.initial_data.get("hidden"), bool):
+            raise serializers.ValidationError("hidden must be true or false.")
+        return value
+
+
+class PlayerSerializer(serializers.Serializer):
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    hidden = serializers.BooleanField()
+
+
+class OwnRankSerializer(serializers.Serializer):
+    player_id = serializers.CharField()
+    score = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    hidden = serializers.BooleanField()

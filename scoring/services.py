@@ -11,22 +11,24 @@ import logging
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from datetime import date, datetime
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
 
 from anticheat.models import ServerKey
 from anticheat.services import Verdict, results_judge, rules_for
-from boards.services import players_register, season_regions_fix, season_regions_of
-from leaderboard_site.db import insert_unnest
+from boards.codec import ScoreCodec
+from boards.selectors import season_regions_of
+from boards.services import players_register, season_regions_fix
+from boards.writer import names_store
+from common.db import insert_rows, insert_unnest
+from common.metrics import count
 from seasons.models import Game, Season
 from seasons.periods import week_label
 from seasons.selectors import season_containing, seasons_of
 
-from . import redis_boards
-from .encoding import ScoreCodec, reached_seconds
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .validation import Errors, MatchIn
 
@@ -58,7 +60,9 @@ def content_hash(match: MatchIn) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _refusal(status: int, code: str, detail: str, fields: Errors | None = None, match_id: str | None = None):
+def _refusal(
+    status: int, code: str, detail: str, fields: Errors | None = None, match_id: str | None = None
+) -> MatchOutcome:
     body: dict[str, Any] = {}
     if match_id is not None:
         body["match_id"] = match_id
@@ -94,11 +98,11 @@ def _season_for(match: MatchIn, seasons: list[Season], now: datetime) -> tuple[S
         season = season_containing(seasons=seasons, played_at=match.played_at)
         if season is None:
             logger.info("season_closed: match %s played at %s falls in no season", mid, match.played_at)
-            redis_boards.count(f"refused:season_closed:{seasons[0].game.slug if seasons else '-'}")
+            count(f"refused:season_closed:{seasons[0].game.slug if seasons else '-'}")
             return None, _refusal(409, "season_closed", "played_at falls in no open season.", match_id=mid)
     if not season.accepts_results_at(now):
         logger.info("season_closed: match %s for season %s after its grace", mid, season.id)
-        redis_boards.count(f"refused:season_closed:{season.game.slug}")
+        count(f"refused:season_closed:{season.game.slug}")
         return None, _refusal(
             409, "season_closed", f"Season {season.id} is closed (its grace window has ended).", match_id=mid
         )
@@ -109,21 +113,34 @@ class _ClaimLost(Exception):
     pass
 
 
+CLAIM_ATTEMPTS = 3
+
+
 def matches_submit(
-    *,
-    game: Game,
-    key: ServerKey,
-    matches: list[tuple[uuid.UUID, MatchIn | None, Errors]],
-    now: datetime,
-    _attempt: int = 1,
+    *, game: Game, key: ServerKey, matches: list[tuple[uuid.UUID, MatchIn | None, Errors]], now: datetime
 ) -> list[MatchOutcome]:
     """Judge and store a list of matches (the single endpoint passes one), one answer per match.
 
     Locks: season totals and player rows in player id order; the unique (game, match_id)
     submission rows last, in match id order, so a concurrent copy of a match waits for the first
-    to commit, then rolls back and replays it. Side effects on commit: the apply task for
-    accepted events, new display names in Redis.
+    to commit, then rolls back and replays it (the whole list is answered again, up to
+    CLAIM_ATTEMPTS times). Side effects on commit: the apply task for accepted events, new
+    display names in Redis.
     """
+    for attempt in range(1, CLAIM_ATTEMPTS + 1):
+        try:
+            return _submit_once(game=game, key=key, matches=matches, now=now)
+        except _ClaimLost:
+            # A concurrent copy of one of these matches committed first: start over, and the
+            # lookup of earlier submissions answers those matches as replays (or conflicts).
+            if attempt == CLAIM_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _submit_once(
+    *, game: Game, key: ServerKey, matches: list[tuple[uuid.UUID, MatchIn | None, Errors]], now: datetime
+) -> list[MatchOutcome]:
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
     for i, (match_id, parsed, errors) in enumerate(matches):
         if parsed is None:
@@ -159,14 +176,7 @@ def matches_submit(
         pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season))
 
     if pending:
-        try:
-            accepted_ids = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
-        except _ClaimLost:
-            # A concurrent copy of one of these matches committed first: start over, and the
-            # lookup above answers those matches as replays (or conflicts).
-            if _attempt >= 3:
-                raise
-            return matches_submit(game=game, key=key, matches=matches, now=now, _attempt=_attempt + 1)
+        accepted_ids = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
         if accepted_ids:
             transaction.on_commit(lambda: enqueue_apply(accepted_ids), robust=True)
 
@@ -223,74 +233,96 @@ def _store(
         regions_by_season[season_id] = fixed
 
     # 3. Each match's answer, then the match ids claimed with it, then the events.
-    columns: list[list[Any]] = [[] for _ in EVENT_COLUMNS]
-    (c_season, c_match, c_player, c_points, c_played, c_duration, c_day, c_week, c_region, c_status, c_reason) = (
-        columns[1:12]
-    )
-    c_extra = columns[13]
-    c_requested = columns[14]
+    rows: list[EventInsert] = []
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     for p in pending:
         match = p.match
         day = match.played_at.date()
         week = week_label(match.played_at)
         fixed = regions_by_season[p.season.id]
-        rows = []
+        results = []
         for r, v in zip(match.results, p.verdicts, strict=True):
-            c_season.append(p.season.id)
-            c_match.append(match.match_id)
-            c_player.append(r.player_id)
-            c_points.append(r.points)
-            c_played.append(match.played_at)
-            c_duration.append(match.duration_s)
-            c_day.append(day)
-            c_week.append(week)
             counted = fixed.get(r.player_id) or r.region or players[r.player_id][1]
-            c_region.append(counted)
-            c_requested.append(r.region if r.region and r.region != counted else None)
-            c_extra.append(json.dumps(list(r.extra_boards)))
-            c_status.append(v.status)
-            c_reason.append(v.reason)
-            row = {"player_id": r.player_id, "status": v.status}
-            if v.reason:
-                row["reason"] = v.reason
-            rows.append(row)
-        answers[match.match_id] = {"match_id": str(match.match_id), "results": rows}
+            rows.append(
+                EventInsert(
+                    game_id=game.id,
+                    season_id=p.season.id,
+                    match_id=match.match_id,
+                    player_id=r.player_id,
+                    points=r.points,
+                    played_at=match.played_at,
+                    duration_s=match.duration_s,
+                    day=day,
+                    week=week,
+                    region=counted,
+                    status=v.status,
+                    reason=v.reason,
+                    accepted_at=now,
+                    extra_boards=json.dumps(list(r.extra_boards)),
+                    requested_region=r.region if r.region and r.region != counted else None,
+                )
+            )
+            results.append(_result_answer(r.player_id, v))
+        answers[match.match_id] = {"match_id": str(match.match_id), "results": results}
         outcomes[p.index] = MatchOutcome(http_status=202, body=answers[match.match_id])
     claimed = _claim_submissions(game=game, key=key, pending=pending, answers=answers)
     if len(claimed) != len(pending):
         raise _ClaimLost
-    count = len(c_player)
-    columns[0] = [game.id] * count
-    columns[12] = [now] * count
-    inserted = insert_unnest(ScoreEvent._meta.db_table, EVENT_COLUMNS, columns, returning="id, status")
+    inserted = insert_rows(ScoreEvent._meta.db_table, rows, EVENT_TYPES, returning="id, status")
     # 4. Season totals last: their row locks are held only until the commit that follows.
     event_ids = [event_id for event_id, _ in inserted]
     overflowed = _season_totals_add(pending, event_ids)
     if overflowed:
         _mark_overflow(game=game, pending=pending, overflowed=overflowed, outcomes=outcomes)
     if new_names:
-        transaction.on_commit(lambda: redis_boards.names_store(game.slug, new_names), robust=True)
+        transaction.on_commit(lambda: names_store(game=game.slug, names=new_names), robust=True)
     return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed]
 
 
-EVENT_COLUMNS = [
-    ("game_id", "bigint"),
-    ("season_id", "bigint"),
-    ("match_id", "uuid"),
-    ("player_id", "text"),
-    ("points", "bigint"),
-    ("played_at", "timestamptz"),
-    ("duration_s", "integer"),
-    ("day", "date"),
-    ("week", "text"),
-    ("region", "text"),
-    ("status", "text"),
-    ("reason", "text"),
-    ("accepted_at", "timestamptz"),
-    ("extra_boards", "jsonb"),
-    ("requested_region", "text"),
-]
+class EventInsert(NamedTuple):
+    """One ledger row as the submission inserts it (columns by name, in one statement)."""
+
+    game_id: int
+    season_id: int
+    match_id: uuid.UUID
+    player_id: str
+    points: int
+    played_at: datetime
+    duration_s: int
+    day: date
+    week: str
+    region: str | None
+    status: str
+    reason: str
+    accepted_at: datetime
+    extra_boards: str  # a JSON list
+    requested_region: str | None
+
+
+EVENT_TYPES = {
+    "game_id": "bigint",
+    "season_id": "bigint",
+    "match_id": "uuid",
+    "player_id": "text",
+    "points": "bigint",
+    "played_at": "timestamptz",
+    "duration_s": "integer",
+    "day": "date",
+    "week": "text",
+    "region": "text",
+    "status": "text",
+    "reason": "text",
+    "accepted_at": "timestamptz",
+    "extra_boards": "jsonb",
+    "requested_region": "text",
+}
+
+
+def _result_answer(player_id: str, verdict: Verdict) -> dict[str, str]:
+    answer = {"player_id": player_id, "status": verdict.status}
+    if verdict.reason:
+        answer["reason"] = verdict.reason
+    return answer
 
 
 def _claim_submissions(
@@ -388,13 +420,8 @@ def _mark_overflow(
     for p in pending:
         if not any(v.reason == "score_overflow" for v in p.verdicts):
             continue
-        rows = []
-        for r, v in zip(p.match.results, p.verdicts, strict=True):
-            row = {"player_id": r.player_id, "status": v.status}
-            if v.reason:
-                row["reason"] = v.reason
-            rows.append(row)
-        answer = {"match_id": str(p.match.match_id), "results": rows}
+        results = [_result_answer(r.player_id, v) for r, v in zip(p.match.results, p.verdicts, strict=True)]
+        answer = {"match_id": str(p.match.match_id), "results": results}
         MatchSubmission.objects.filter(game=game, match_id=p.match.match_id).update(answer=answer)
         outcomes[p.index] = MatchOutcome(http_status=202, body=answer)
 
@@ -404,8 +431,4 @@ def enqueue_apply(event_ids: list[int]) -> None:
     from .tasks import apply_events
 
     for start in range(0, len(event_ids), ENQUEUE_CHUNK):
-        apply_events.apply_async(args=[event_ids[start : start + ENQUEUE_CHUNK]], retry=False)
-
-
-def reached_s_for(*, season: Season, accepted_at: datetime) -> int:
-    return reached_seconds(season_start=season.starts_at, accepted_at=accepted_at)
+        apply_events.apply_async(args=(event_ids[start : start + ENQUEUE_CHUNK],), retry=False)

@@ -1,17 +1,24 @@
-"""Celery tasks of the write path. They take ids, are idempotent and have stable names."""
+"""Celery tasks of the ledger. They take ids, are idempotent and have stable names."""
 
 import logging
 from datetime import timedelta
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
-from . import redis_boards
-from .board_writer import events_apply_by_id, unapplied_select
+from seasons.selectors import games_all
+
+from .freezing import seasons_freeze_due
+from .moderation import anomalies_review
+from .outbox import events_apply_by_id, unapplied_select
 
 logger = logging.getLogger(__name__)
+
+APPLY_QUEUE = "scoring"
+RELAY_MAX_BACKLOG = 20
 
 
 @shared_task(name="scoring.apply_events", acks_late=True, ignore_result=True)
@@ -20,7 +27,25 @@ def apply_events(event_ids: list[int]) -> dict[str, int]:
     report = events_apply_by_id(
         event_ids=event_ids, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK
     )
-    return report.__dict__
+    return report.counts()
+
+
+def queue_backlog() -> int | None:
+    """Tasks waiting in the apply queue, asked of the broker itself (whatever CELERY_BROKER_URL
+    names); None when the broker cannot be reached."""
+    with current_app.connection_for_read() as conn:
+        channel_errors: tuple[type[BaseException], ...] = tuple(conn.channel_errors)
+        connection_errors: tuple[type[BaseException], ...] = (OperationalError, *conn.connection_errors)
+        try:
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0)  # fail fast
+            # Every transport's channel declares queues; the stubs' base channel type does not say so.
+            declared = conn.default_channel.queue_declare(queue=APPLY_QUEUE, passive=True)  # type: ignore[attr-defined]
+            return int(declared.message_count)
+        except channel_errors:
+            return 0  # no such queue yet: nothing waits in it (on Redis an empty queue does not exist)
+        except connection_errors as exc:
+            logger.warning("relay: the broker is unavailable (%s)", exc)
+            return None
 
 
 @shared_task(name="scoring.relay_unapplied", acks_late=True, ignore_result=True)
@@ -32,12 +57,9 @@ def relay_unapplied() -> int:
     """
     from .services import enqueue_apply
 
-    try:
-        backlog = redis_boards.client().llen("scoring")
-    except Exception:  # the broker is down: nothing can be enqueued anyway
-        return 0
-    if backlog > 20:
-        return 0
+    backlog = queue_backlog()
+    if backlog is None or backlog > RELAY_MAX_BACKLOG:
+        return 0  # the broker is down (nothing can be enqueued), or the queue is busy
     now = timezone.now()
     with transaction.atomic():
         ids = unapplied_select(
@@ -49,3 +71,23 @@ def relay_unapplied() -> int:
         logger.info("relay: re-enqueued %d unapplied events", len(ids))
         enqueue_apply(ids)
     return len(ids)
+
+
+@shared_task(name="scoring.anomalies", acks_late=True, ignore_result=True)
+def anomalies() -> dict[str, int]:
+    """Every minute: per game, results far above the cohort go to review (moderation.py)."""
+    withheld = released = 0
+    now = timezone.now()
+    for game in games_all():
+        w, r = anomalies_review(game=game, now=now)
+        withheld, released = withheld + w, released + r
+    return {"withheld": withheld, "released": released}
+
+
+@shared_task(name="scoring.seasons_freeze", acks_late=True, ignore_result=True)
+def seasons_freeze() -> int:
+    """Every 15 s: freeze the seasons whose grace has ended (their final standings)."""
+    frozen = seasons_freeze_due(now=timezone.now())
+    if frozen:
+        logger.info("seasons frozen: %s", frozen)
+    return len(frozen)

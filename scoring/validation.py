@@ -8,11 +8,11 @@ null are not points, and a number is not a player id.
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-PLAYER_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-REGION_RE = re.compile(r"^[a-z0-9-]{2,16}$")
+from common.formats import PLAYER_ID_RE, REGION_RE, parse_time
+
 DIMENSION_VALUE_RE = re.compile(r"^[a-z0-9-]{1,23}$")
 MAX_RESULTS = 100
 MAX_DURATION_S = 7 * 86400
@@ -64,18 +64,6 @@ def parse_match_id(raw: Any) -> uuid.UUID | None:
         return uuid.UUID(raw)
     except ValueError:
         return None
-
-
-def parse_time(raw: Any) -> datetime | None:
-    if not isinstance(raw, str) or len(raw) > 40 or "T" not in raw:
-        return None
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(UTC)
 
 
 RESULT_FIELDS = frozenset({"player_id", "points", "display_name", "region"})

@@ -3,16 +3,12 @@ from datetime import timedelta
 from cronsim import CronSim
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect, StreamingHttpResponse
-from django.urls import path, reverse
 from django.utils import timezone
 
-from leaderboard_site.admin_mixins import ReadOnlyAdminMixin
-from scoring.encoding import time_bits_for_window
+from common.admin_mixins import ReadOnlyAdminMixin
 
-from .exports import standings_csv, standings_json
-from .models import FrozenStanding, Game, Season, SeasonPointer, SeasonPointerChange
-from .services import pointer_rollback, pointer_set, season_end
+from .models import Game, Season, SeasonPointer, SeasonPointerChange
+from .services import pointer_rollback, pointer_set, season_end, time_bits_for_window
 
 
 class SeasonForm(forms.ModelForm):
@@ -21,7 +17,7 @@ class SeasonForm(forms.ModelForm):
         fields = ("game", "name", "starts_at", "ends_at", "grace_s")
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         game, starts, ends = data.get("game"), data.get("starts_at"), data.get("ends_at")
         if starts and ends and ends <= starts:
             raise forms.ValidationError("A season ends after it starts.")
@@ -82,27 +78,13 @@ class GameAdmin(admin.ModelAdmin):
     list_display = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "created_at")
     search_fields = ("slug", "name")
     inlines = [SeasonInline]
-    actions = ["end_current_season", "create_server_key"]
-
-    @admin.action(description="Create a server key for the selected games (the secret is shown once)")
-    def create_server_key(self, request, queryset):
-        from anticheat.moderation import audit
-        from anticheat.services import server_key_create
-
-        for game in queryset:
-            key = server_key_create(game=game, label=f"admin {request.user.get_username()}")
-            audit(action="create_key", target=key.key_id, actor=request.user, game=game)
-            self.message_user(
-                request,
-                f"{game.slug}: key {key.key_id}, secret {key.secret} (shown once: copy it now).",
-                messages.WARNING,
-            )
+    actions = ["end_current_season"]
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the slug or tie rule of a live game would orphan or misrank its boards.
         return ("slug", "tie_rule", "ascending") if obj else ()
 
-    @admin.action(description="End the current season now (its grace applies; the next one starts)")
+    @admin.action(description="End the current season now (its grace applies, then it freezes; the next one starts)")
     def end_current_season(self, request, queryset):
         for game in queryset:
             try:
@@ -116,9 +98,9 @@ class GameAdmin(admin.ModelAdmin):
 @admin.register(Season)
 class SeasonAdmin(admin.ModelAdmin):
     form = SeasonForm
-    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "status", "standings_rows")
+    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "status")
     list_filter = ("game",)
-    readonly_fields = ("time_bits", "frozen_at", "archived_at", "created_at", "downloads")
+    readonly_fields = ("time_bits", "frozen_at", "archived_at", "created_at")
 
     @admin.display(description="status")
     def status(self, obj: Season) -> str:
@@ -130,50 +112,6 @@ class SeasonAdmin(admin.ModelAdmin):
             obj.time_bits = time_bits_for_window(window_s)
             obj.starts_at = obj.starts_at.replace(microsecond=0)
         super().save_model(request, obj, form, change)
-
-    @admin.display(description="standings")
-    def standings_rows(self, obj: Season) -> int:
-        return obj.standings.count()
-
-    @admin.display(description="final standings")
-    def downloads(self, obj: Season) -> str:
-        if obj.frozen_at is None:
-            return "written when the season freezes"
-        from django.utils.html import format_html
-
-        return format_html(
-            '<a href="{}">CSV</a> · <a href="{}">JSON</a>',
-            reverse("admin:seasons_season_export", args=[obj.pk, "csv"]),
-            reverse("admin:seasons_season_export", args=[obj.pk, "json"]),
-        )
-
-    def get_urls(self):
-        extra = [
-            path(
-                "<int:pk>/export/<str:fmt>/",
-                self.admin_site.admin_view(self.export_view),
-                name="seasons_season_export",
-            )
-        ]
-        return extra + super().get_urls()
-
-    def export_view(self, request, pk: int, fmt: str):
-        season = Season.objects.select_related("game").get(pk=pk)
-        if season.frozen_at is None or fmt not in {"csv", "json"}:
-            self.message_user(request, "Standings exist once the season is frozen.", messages.WARNING)
-            return HttpResponseRedirect(reverse("admin:seasons_season_change", args=[pk]))
-        stream = standings_csv(season) if fmt == "csv" else standings_json(season)
-        response = StreamingHttpResponse(stream, content_type="text/csv" if fmt == "csv" else "application/json")
-        response["Content-Disposition"] = f'attachment; filename="{season.game.slug}-season-{season.id}.{fmt}"'
-        return response
-
-
-@admin.register(FrozenStanding)
-class FrozenStandingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("season", "board", "region", "period", "rank", "player_id", "score")
-    list_filter = ("board", "region")
-    search_fields = ("player_id",)
-    show_full_result_count = False
 
 
 @admin.register(SeasonPointer)

@@ -63,7 +63,7 @@ class Season(models.Model):
     """A season's window is [starts_at, ends_at); results played in it count until ends_at + grace.
 
     `time_bits` is fixed at creation: the low bits of every board score of this season hold the
-    inverted "reached at" second, sized so the whole window plus grace fits (scoring/encoding.py).
+    inverted "reached at" second, sized so the whole window plus grace fits (boards/codec.py).
     """
 
     game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="seasons")
@@ -109,35 +109,6 @@ class Season(models.Model):
 
     def contains(self, played_at: datetime) -> bool:
         return self.starts_at <= played_at < self.ends_at
-
-
-class FrozenStanding(models.Model):
-    """One line of a board's final standings, written when its season freezes.
-
-    Every read endpoint answers for a frozen or archived season from these rows, also after the
-    season's Redis keys are gone. `position` is the 0-based display order (score descending, then
-    earlier reach, then player id); `rank` is the game's tie rule applied.
-    """
-
-    season = models.ForeignKey(Season, on_delete=models.CASCADE, related_name="standings")
-    board = models.CharField(max_length=16)
-    region = models.CharField(max_length=16)
-    period = models.CharField(max_length=16)
-    position = models.PositiveIntegerField()
-    rank = models.PositiveIntegerField()
-    player_id = models.CharField(max_length=64)
-    score = models.BigIntegerField()
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["season", "board", "region", "period", "position"], name="standing_unique_position"
-            ),
-        ]
-        indexes = [models.Index(fields=["season", "board", "region", "period", "player_id"], name="standing_player")]
-
-    def __str__(self) -> str:
-        return f"{self.season_id}/{self.board}/{self.region}/{self.period} #{self.rank} {self.player_id}"
 
 
 class SeasonPointer(models.Model):

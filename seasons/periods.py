@@ -1,6 +1,11 @@
-"""Period arithmetic in UTC: the day and ISO week of `played_at`, and their labels."""
+"""Period arithmetic in UTC: the day, ISO week and month of a moment, their labels, and stepping.
+
+`DAY`, `WEEK` and `MONTH` are the one place a period's label is made, checked or moved; the board
+kinds (boards/kinds.py) and the board page take them from here, never redo the arithmetic.
+"""
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 DAY_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
@@ -12,18 +17,25 @@ class BadPeriod(ValueError):
     pass
 
 
-def day_label(moment: datetime) -> str:
-    return moment.astimezone(UTC).date().isoformat()
+def utc_date(moment: date | datetime) -> date:
+    """The UTC calendar day of a moment (a date is taken as it is)."""
+    if isinstance(moment, datetime):
+        return moment.astimezone(UTC).date()
+    return moment
 
 
-def week_label(moment: datetime) -> str:
+def day_label(moment: date | datetime) -> str:
+    return utc_date(moment).isoformat()
+
+
+def week_label(moment: date | datetime) -> str:
     """ISO 8601 week, e.g. 2026-12-31 -> '2026-W53', 2027-01-04 -> '2027-W01'."""
-    iso = moment.astimezone(UTC).date().isocalendar()
+    iso = utc_date(moment).isocalendar()
     return f"{iso.year}-W{iso.week:02d}"
 
 
-def month_label(moment: datetime) -> str:
-    d = moment.astimezone(UTC).date()
+def month_label(moment: date | datetime) -> str:
+    d = utc_date(moment)
     return f"{d.year}-{d.month:02d}"
 
 
@@ -60,7 +72,47 @@ def week_start(label: str) -> date:
     return date.fromisocalendar(year, week, 1)
 
 
-def day_bounds(label: str) -> tuple[datetime, datetime]:
-    day = parse_day(label)
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    return start, start + timedelta(days=1)
+def month_start(label: str) -> date:
+    year, month = parse_month(label)
+    return date(year, month, 1)
+
+
+@dataclass(frozen=True)
+class Period:
+    """A kind of period: `label` names the one holding a moment, `start` is its first day (and
+    raises BadPeriod for a malformed label), `shift` steps whole periods."""
+
+    name: str
+    example: str
+
+    def label(self, moment: date | datetime) -> str:
+        if self.name == "day":
+            return day_label(moment)
+        if self.name == "week":
+            return week_label(moment)
+        return month_label(moment)
+
+    def start(self, label: str) -> date:
+        if self.name == "day":
+            return parse_day(label)
+        if self.name == "week":
+            return week_start(label)
+        return month_start(label)
+
+    def check(self, label: str) -> str:
+        self.start(label)
+        return label
+
+    def shift(self, label: str, steps: int) -> str:
+        first = self.start(label)
+        if self.name == "day":
+            return day_label(first + timedelta(days=steps))
+        if self.name == "week":
+            return week_label(first + timedelta(weeks=steps))
+        months = first.year * 12 + first.month - 1 + steps
+        return month_label(date(months // 12, months % 12 + 1, 1))
+
+
+DAY = Period("day", "2026-10-13")
+WEEK = Period("week", "2026-W42")
+MONTH = Period("month", "2026-10")

@@ -1,14 +1,19 @@
 """Reads for games and seasons: which season a result or a reader means."""
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from .models import Game, Season, SeasonPointer
 
 
 def game_get(*, slug: str) -> Game | None:
     return Game.objects.filter(slug=slug).first()
+
+
+def games_all() -> list[Game]:
+    return list(Game.objects.all())
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,31 @@ def catalog_clear() -> None:
 def seasons_of(*, game: Game) -> list[Season]:
     """Newest first."""
     return list(Season.objects.filter(game=game).select_related("game").order_by("-starts_at", "-id"))
+
+
+def season_get(*, season_id: int) -> Season | None:
+    return Season.objects.select_related("game").filter(pk=season_id).first()
+
+
+def seasons_by_id(*, season_ids: Iterable[int]) -> dict[int, Season]:
+    """Seasons with their games, by id."""
+    return {s.id: s for s in Season.objects.filter(id__in=list(season_ids)).select_related("game")}
+
+
+def season_lock(*, season_id: int) -> Season:
+    """The season with its game, its row locked until the transaction ends (one freezer at a time)."""
+    return Season.objects.select_for_update().select_related("game").get(pk=season_id)
+
+
+def seasons_to_freeze(*, now: datetime) -> list[int]:
+    """Seasons whose grace has ended and whose boards are not frozen yet."""
+    return [s.id for s in Season.objects.filter(frozen_at__isnull=True) if s.closes_at <= now]
+
+
+def seasons_to_archive(*, now: datetime, keys_ttl_s: int) -> list[Season]:
+    """Frozen seasons whose Redis keys have had their time (`keys_ttl_s` since the freeze)."""
+    before = now - timedelta(seconds=keys_ttl_s)
+    return list(Season.objects.filter(archived_at__isnull=True, frozen_at__lte=before).select_related("game"))
 
 
 def season_containing(*, seasons: list[Season], played_at: datetime) -> Season | None:

@@ -1,4 +1,6 @@
-"""Writes for games and seasons."""
+"""Writes for games and seasons: creating them, ending a season, the lifecycle's states and the
+season pointer. Nothing here touches a board: freezing a season's boards happens above this app
+(scoring/freezing.py), on seasons whose grace has ended."""
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -7,12 +9,18 @@ from cronsim import CronSim
 from django.db import transaction
 from django.db.models import Q
 
-from scoring.encoding import time_bits_for_window
-
 from .models import Game, Season, SeasonPointer, SeasonPointerChange, TieRule
 
 DEFAULT_SEASON_DAYS = 90
 DEFAULT_GRACE_S = 3600
+
+
+def time_bits_for_window(window_s: int) -> int:
+    """Bits needed to hold every whole second in [0, window_s]: a season's clock resolution on
+    its boards (boards/codec.py packs the reach second into the low bits of each score)."""
+    if window_s < 0:
+        raise ValueError("window must be non-negative")
+    return max(1, int(window_s).bit_length())
 
 
 def season_create(
@@ -70,12 +78,10 @@ def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_n
     """End the game's current season now (API.md section 1, `end_season`).
 
     Results played before the end still count during the grace window (the season's own unless
-    `grace_s` is given); with grace 0 the season is frozen before this returns. A new season of
-    the same length starts at once unless `start_next` is False or one is already scheduled.
-    Locks the season row.
+    `grace_s` is given); once it is over the season's boards are frozen (by the caller at once
+    for grace 0, else by the beat). A new season of the same length starts at once unless
+    `start_next` is False or one is already scheduled. Locks the season row.
     """
-    from .freezing import season_freeze
-
     end = now.replace(microsecond=0)
     with transaction.atomic():
         season = (
@@ -102,10 +108,19 @@ def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_n
                 )
     if next_season is not None and next_season.starts_at <= now:
         pointer_set(game=game, season=next_season, actor="end_season")
-    if season.grace_s == 0:
-        season_freeze(season_id=season.id, now=now)
-        season.refresh_from_db()
     return SeasonEnded(season=season, status=season.status_at(now), next_season=next_season)
+
+
+def season_mark_frozen(*, season: Season, now: datetime) -> None:
+    """Record the freeze; call in the transaction that stored the standings, holding the season's
+    row lock (`seasons.selectors.season_lock`)."""
+    season.frozen_at = now
+    season.save(update_fields=["frozen_at"])
+
+
+def season_mark_archived(*, season_id: int, now: datetime) -> bool:
+    """Record that a frozen season's keys are gone; False when it was archived already."""
+    return bool(Season.objects.filter(pk=season_id, archived_at__isnull=True).update(archived_at=now))
 
 
 def schedule_next_end(*, cron: str, start: datetime) -> datetime:

@@ -1,11 +1,13 @@
-"""Beat tasks of the season lifecycle: freeze after grace, archive after the keys' TTL, schedule."""
+"""Beat task of the season lifecycle: start scheduled seasons and move the season pointer.
+
+Freezing a season's boards (after its grace) and archiving them are jobs of the apps that own
+the ledger and the boards (`scoring.seasons_freeze`, `boards.seasons_archive`)."""
 
 import logging
 
 from celery import shared_task
 from django.utils import timezone
 
-from .freezing import season_archive, season_freeze, seasons_due
 from .services import pointers_advance, seasons_schedule_next
 
 logger = logging.getLogger(__name__)
@@ -13,13 +15,10 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="seasons.rotate", acks_late=True, ignore_result=True)
 def rotate() -> dict[str, int]:
-    """Idempotent: freezing and archiving check their own state under a row lock."""
+    """Idempotent: a season is started once (its start follows the last one's end)."""
     now = timezone.now()
-    to_freeze, to_archive = seasons_due(now=now)
-    frozen = sum(1 for season_id in to_freeze if season_freeze(season_id=season_id, now=now) >= 0)
-    archived = sum(1 for season_id in to_archive if season_archive(season_id=season_id, now=now))
     created = len(seasons_schedule_next(now=now))
-    pointers_advance(now=now)
-    if frozen or archived or created:
-        logger.info("seasons: %d frozen, %d archived, %d started", frozen, archived, created)
-    return {"frozen": frozen, "archived": archived, "started": created}
+    moved = pointers_advance(now=now)
+    if created or moved:
+        logger.info("seasons: %d started, %d pointers moved", created, moved)
+    return {"started": created, "pointers_moved": moved}

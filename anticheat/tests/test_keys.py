@@ -1,56 +1,80 @@
-"""Server key commands (API.md section 1)."""
+"""Server keys and signatures (API.md section 2), checked where they are decided: request_verify."""
 
 import io
 import json
-import uuid
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
-from leaderboard_site.testing import make_game, make_key, match_body, result_path, signed_post
+from anticheat.models import AuditEntry, ServerKey
+from anticheat.services import request_verify, server_key_revoke, server_key_rotate
+from anticheat.testing import make_key
+from common.api_errors import ApiError
+from common.signing import signed_headers
+from seasons.testing import make_game
 
 pytestmark = pytest.mark.django_db
 
-
-def command(*args: str) -> dict:
-    out = io.StringIO()
-    call_command(*args, stdout=out)
-    return json.loads(out.getvalue())
+PATH = "/api/v1/games/arena/matches/8f14e45f-ceea-4e1b-9b2a-6f1c2d3e4a5b/results"
+BODY = b'{"played_at":"2026-10-13T20:14:07Z","duration_s":540,"results":[{"player_id":"a","points":1}]}'
 
 
-def test_create_then_revoke_a_key_and_it_stops_working_at_once(client):
+def verify(key: ServerKey, *, game: str = "arena", skew_s: int = 0, secret: str | None = None, body: bytes = BODY):
+    now = timezone.now()
+    headers = signed_headers(
+        key_id=key.key_id,
+        secret=secret or key.secret,
+        method="POST",
+        path=PATH,
+        body=BODY,
+        timestamp=int(now.timestamp()) + skew_s,
+    )
+    return request_verify(game_slug=game, method="POST", path=PATH, body=body, headers=headers, now=now)
+
+
+def refused(**kwargs) -> tuple[int, str]:
+    with pytest.raises(ApiError) as caught:
+        verify(**kwargs)
+    return caught.value.status_code, caught.value.code
+
+
+def test_a_signed_request_names_its_key_and_anything_else_is_401_or_403():
     game = make_game()
-    created = command("create_server_key", "arena")
-    assert set(created) == {"key_id", "secret"}
     key = make_key(game)
-    key.key_id, key.secret = created["key_id"], created["secret"]
-    body = match_body([{"player_id": "a", "points": 1}])
-    assert signed_post(client, key, result_path(game, uuid.uuid4()), body).status_code == 202
-    assert command("revoke_server_key", created["key_id"]) == {"key_id": created["key_id"], "revoked": True}
-    assert signed_post(client, key, result_path(game, uuid.uuid4()), body).status_code == 401
+    assert verify(key) == key
+    assert verify(key, skew_s=300) == key and verify(key, skew_s=-300) == key
+    assert refused(key=key, skew_s=301) == (401, "authentication_failed")
+    assert refused(key=key, skew_s=-301) == (401, "authentication_failed")
+    assert refused(key=key, secret="wrong") == (401, "authentication_failed")
+    assert refused(key=key, body=BODY.replace(b'"points":1', b'"points":9')) == (401, "authentication_failed")
+    make_game("other")
+    assert refused(key=key, game="other") == (403, "permission_denied")
+    with pytest.raises(ApiError) as missing:
+        request_verify(game_slug="arena", method="POST", path=PATH, body=BODY, headers={}, now=timezone.now())
+    assert (missing.value.status_code, missing.value.code) == (401, "not_authenticated")
 
 
-def test_create_game_prints_game_and_season():
-    answer = command("create_game", "quest", "--name", "Quest", "--tie-rule", "dense", "--season-days", "7")
-    assert answer["game"] == "quest" and isinstance(answer["season"], int)
-
-
-def test_a_rotated_pair_both_work_during_the_overlap_then_the_old_one_retires(client):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from anticheat.models import ServerKey
-
+def test_a_revoked_key_stops_at_once_and_a_rotated_one_retires_after_its_overlap():
     game = make_game()
     old = make_key(game)
-    new_answer = command("rotate_server_key", old.key_id, "--overlap-s", "600")
-    assert new_answer["retires"] == old.key_id
-    new = ServerKey.objects.get(key_id=new_answer["key_id"])
-    assert new.secret == new_answer["secret"]
-    body = match_body([{"player_id": "a", "points": 1}])
-    assert signed_post(client, old, result_path(game, uuid.uuid4()), body).status_code == 202
-    assert signed_post(client, new, result_path(game, uuid.uuid4()), body).status_code == 202
+    new = server_key_rotate(key_id=old.key_id, overlap_s=600, now=timezone.now())
+    assert verify(old) == old and verify(new) == new  # both work during the overlap
     ServerKey.objects.filter(pk=old.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert signed_post(client, old, result_path(game, uuid.uuid4()), body).status_code == 401
-    assert signed_post(client, new, result_path(game, uuid.uuid4()), body).status_code == 202
+    old.refresh_from_db()
+    assert refused(key=old) == (401, "authentication_failed")
+    assert verify(new) == new
+    server_key_revoke(key_id=new.key_id)
+    new.refresh_from_db()
+    assert refused(key=new) == (401, "authentication_failed")
+
+
+def test_create_server_key_prints_the_secret_once_and_audits_it():
+    make_game()
+    out = io.StringIO()
+    call_command("create_server_key", "arena", "--label", "eu-1", stdout=out)
+    created = json.loads(out.getvalue())
+    key = ServerKey.objects.get(key_id=created["key_id"])
+    assert (key.secret, key.label) == (created["secret"], "eu-1")
+    assert AuditEntry.objects.filter(action="create_key", target=key.key_id).exists()

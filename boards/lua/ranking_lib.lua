@@ -1,4 +1,4 @@
--- Shared by the read scripts (prepended to each when loaded; see boards/board_reads.py).
+-- Shared by the read scripts (prepended to each when loaded: common.redis.lua_path in boards/selectors.py).
 -- Display order: score descending, then player id ascending. Redis orders equal scores by member
 -- in reverse for ZREVRANGE, so equal-score groups are re-read in ascending order here.
 -- Ranks never come from ZREVRANK alone: competition and dense ranks are counts.

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.encoding import EXACT_BITS, ScoreCodec, ScoreOverflow, time_bits_for_window
+from boards.codec import EXACT_BITS, ScoreCodec, ScoreOverflow
+from seasons.services import time_bits_for_window
 
 time_bits = st.integers(min_value=1, max_value=40)
 

@@ -6,28 +6,29 @@ import time
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import connections
-from django.utils import timezone
 
 from boards.events import publish_live
-from leaderboard_site.asgi import application
-from leaderboard_site.testing import drain, make_game, make_key, match_body, submit_direct
+from boards.routing import websocket_urlpatterns
+from boards.testing import record
+from seasons.testing import make_game
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 HEADERS = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
+application = URLRouter(websocket_urlpatterns)  # the boards' routes, as leaderboard_site/asgi.py mounts them
 
 
-def submit(game, key, player: str, points: int) -> None:
-    submit_direct(game, key, match_body([{"player_id": player, "points": points}]), now=timezone.now())
+def submit(game, player: str, points: int) -> None:
+    """A result applied to the boards as the worker would."""
+    record(game, player, points)
 
 
 def test_top_on_connect_then_at_most_one_push_per_second_under_a_burst():
     game = make_game()
-    key = make_key(game)
-    submit(game, key, "amy", 50)
-    drain()
+    submit(game, "amy", 50)
 
     async def scenario() -> None:
         socket = WebsocketCommunicator(application, "/ws/games/arena/boards/all/?region=global", headers=HEADERS)
@@ -55,9 +56,7 @@ def test_top_on_connect_then_at_most_one_push_per_second_under_a_burst():
         ticker = asyncio.ensure_future(beat())
         listening = asyncio.ensure_future(reader())
         for i in range(100):  # a burst of 100 score events, applied as they come
-            await sync_to_async(submit)(game, key, f"p{i:03d}", 100 + i)
-            if i % 10 == 9:
-                await sync_to_async(drain)()
+            await sync_to_async(submit)(game, f"p{i:03d}", 100 + i)
         await asyncio.sleep(2.5)
         stop.set()
         await ticker
@@ -68,8 +67,7 @@ def test_top_on_connect_then_at_most_one_push_per_second_under_a_burst():
         assert [e["player_id"] for e in received[-1][1]["entries"]] == [f"p{i:03d}" for i in range(99, 89, -1)]
 
         # A change below the top 10 pushes nothing.
-        await sync_to_async(submit)(game, key, "low", 1)
-        await sync_to_async(drain)()
+        await sync_to_async(submit)(game, "low", 1)
         await asyncio.sleep(1.05)
         await sync_to_async(publish_live)()
         assert await socket.receive_nothing(timeout=0.3)
@@ -101,16 +99,13 @@ def publish_then_close() -> int:
 
 def test_two_publishers_at_once_send_one_message_per_board():
     game = make_game()
-    key = make_key(game)
-    submit(game, key, "amy", 50)
-    drain()
+    submit(game, "amy", 50)
 
     async def scenario() -> None:
         socket = WebsocketCommunicator(application, "/ws/games/arena/boards/all/", headers=HEADERS)
         assert (await socket.connect())[0]
         await socket.receive_json_from(timeout=5)
-        await sync_to_async(submit)(game, key, "bob", 90)
-        await sync_to_async(drain)()
+        await sync_to_async(submit)(game, "bob", 90)
         # Two web-sized publishers (as if two beat processes ran) tick at the same moment.
         sent = await asyncio.gather(
             sync_to_async(publish_then_close, thread_sensitive=False)(),

@@ -1,13 +1,14 @@
 """Ranks by each tie rule, around-me windows, and the periods results land in."""
 
 import itertools
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
 
-from leaderboard_site.testing import drain, make_game, make_key, match_body, submit_direct
+from boards.services import season_regions_fix
+from boards.testing import record
+from seasons.testing import make_game
 
 pytestmark = pytest.mark.django_db
 
@@ -21,25 +22,17 @@ EXPECTED = {
 }
 
 
-def seed(game, key, rows, start):
+def seed(game, rows, start):
     for i, (player, points) in enumerate(rows):
-        outcome = submit_direct(
-            game,
-            key,
-            match_body([{"player_id": player, "points": points}], played_at=start),
-            now=start + timedelta(seconds=10 + i),
-        )
-        assert outcome.http_status == 202
+        record(game, player, points, played_at=start, accepted_at=start + timedelta(seconds=10 + i))
 
 
 @pytest.mark.parametrize("rule", ["competition", "dense", "first"])
 def test_ties_at_the_top_middle_and_bottom(client, rule):
     start = timezone.now() - timedelta(hours=2)
     game = make_game(tie_rule=rule, start=start - timedelta(days=1))
-    key = make_key(game)
     # Submit in reverse id order within ties to show the order comes from reach time, not ids.
-    seed(game, key, BOARD, start)
-    drain()
+    seed(game, BOARD, start)
     top = client.get("/api/v1/games/arena/boards/all/top?n=10").json()
     assert top["tie_rule"] == rule
     assert [e["player_id"] for e in top["entries"]] == [p for p, _ in BOARD]
@@ -59,10 +52,8 @@ def test_ties_at_the_top_middle_and_bottom(client, rule):
 def test_equal_scores_reached_in_the_same_second_order_by_player_id(client):
     start = timezone.now() - timedelta(hours=1)
     game = make_game(tie_rule="first", start=start - timedelta(days=1))
-    key = make_key(game)
     for player in ["zed", "abe", "max"]:
-        submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played_at=start), now=start)
-    drain()
+        record(game, player, 5, played_at=start, accepted_at=start)
     entries = client.get("/api/v1/games/arena/boards/all/top").json()["entries"]
     assert [(e["player_id"], e["rank"]) for e in entries] == [("abe", 1), ("max", 2), ("zed", 3)]
     assert client.get("/api/v1/games/arena/boards/all/players/zed").json()["rank"] == 3
@@ -74,11 +65,9 @@ def test_a_reach_time_only_moves_with_points(client):
     """A later 0-point result does not make a player 'reach' their score later."""
     start = timezone.now() - timedelta(hours=1)
     game = make_game(tie_rule="first", start=start - timedelta(days=1))
-    key = make_key(game)
-    submit_direct(game, key, match_body([{"player_id": "amy", "points": 10}], start), now=start)
-    submit_direct(game, key, match_body([{"player_id": "bob", "points": 10}], start), now=start + timedelta(seconds=5))
-    submit_direct(game, key, match_body([{"player_id": "amy", "points": 0}], start), now=start + timedelta(seconds=9))
-    drain()
+    record(game, "amy", 10, played_at=start, accepted_at=start)
+    record(game, "bob", 10, played_at=start, accepted_at=start + timedelta(seconds=5))
+    record(game, "amy", 0, played_at=start, accepted_at=start + timedelta(seconds=9))
     entries = client.get("/api/v1/games/arena/boards/all/top").json()["entries"]
     assert [e["player_id"] for e in entries] == ["amy", "bob"]
 
@@ -86,10 +75,8 @@ def test_a_reach_time_only_moves_with_points(client):
 def test_around_slides_at_both_ends_and_returns_small_boards_whole(client):
     start = timezone.now() - timedelta(hours=3)
     game = make_game(start=start - timedelta(days=1))
-    key = make_key(game)
     rows = [(f"p{i:02d}", 1000 - i * 10) for i in range(20)]
-    seed(game, key, rows, start)
-    drain()
+    seed(game, rows, start)
 
     def around(player, r):
         response = client.get(f"/api/v1/games/arena/boards/all/players/{player}/around?r={r}")
@@ -110,9 +97,7 @@ def test_around_slides_at_both_ends_and_returns_small_boards_whole(client):
 
 def test_read_errors(client):
     game = make_game()
-    key = make_key(game)
-    submit_direct(game, key, match_body([{"player_id": "amy", "points": 10}]), now=timezone.now())
-    drain()
+    record(game, "amy", 10)
     base = "/api/v1/games/arena/boards"
     assert client.get(f"{base}/nope/top").json()["code"] == "unknown_board"
     assert client.get(f"{base}/nope/top").status_code == 404
@@ -136,21 +121,16 @@ def test_read_errors(client):
 def test_iso_weeks_across_the_year_boundary_and_late_arrivals_keep_their_day(client):
     start = datetime(2026, 12, 1, tzinfo=UTC)
     game = make_game(start=start, days=60)
-    key = make_key(game)
     later = datetime(2027, 1, 10, tzinfo=UTC)
     for player, played in [
         ("dec31", datetime(2026, 12, 31, 12, tzinfo=UTC)),
         ("jan03", datetime(2027, 1, 3, 12, tzinfo=UTC)),
         ("jan04", datetime(2027, 1, 4, 12, tzinfo=UTC)),
     ]:
-        assert (
-            submit_direct(game, key, match_body([{"player_id": player, "points": 5}], played), now=later).http_status
-            == 202
-        )
+        assert record(game, player, 5, played_at=played, accepted_at=later).applied == 1
     # Played at 23:59:59Z, arriving after midnight: it counts on its own day.
     late = datetime(2027, 1, 5, 23, 59, 59, tzinfo=UTC)
-    submit_direct(game, key, match_body([{"player_id": "late", "points": 7}], late), now=late + timedelta(seconds=40))
-    drain()
+    record(game, "late", 7, played_at=late, accepted_at=late + timedelta(seconds=40))
     season = game.seasons.get().id
 
     def players(board, period):
@@ -171,24 +151,15 @@ def test_iso_weeks_across_the_year_boundary_and_late_arrivals_keep_their_day(cli
 def test_best_board_keeps_the_best_single_match(client):
     start = timezone.now() - timedelta(hours=1)
     game = make_game(start=start - timedelta(days=1))
-    key = make_key(game)
     for points in [30, 80, 50]:
-        submit_direct(game, key, match_body([{"player_id": "amy", "points": points}], start), now=start)
-    drain()
+        record(game, "amy", points, played_at=start, accepted_at=start)
     assert client.get("/api/v1/games/arena/boards/best/players/amy").json()["score"] == 80
     assert client.get("/api/v1/games/arena/boards/all/players/amy").json()["score"] == 160
 
 
 def test_game_and_seasons_endpoints(client):
     game = make_game()
-    key = make_key(game)
-    submit_direct(
-        game,
-        key,
-        match_body([{"player_id": "amy", "points": 1, "region": "eu"}]),
-        now=timezone.now(),
-        match_id=uuid.uuid4(),
-    )
+    season_regions_fix(season=game.seasons.get(), candidates={"amy": "eu"})  # amy counts in eu this season
     detail = client.get("/api/v1/games/arena").json()
     season = game.seasons.get()
     assert detail == {
@@ -208,12 +179,10 @@ def test_game_and_seasons_endpoints(client):
 
 def test_distribution_buckets_are_equi_depth_disjoint_and_keep_ties_together(client):
     game = make_game()
-    key = make_key(game)
     now = timezone.now()
     scores = [5] * 30 + list(range(100, 170))  # 100 players, 30 of them tied at 5
     for i, points in enumerate(scores):
-        submit_direct(game, key, match_body([{"player_id": f"p{i:03d}", "points": points}]), now=now)
-    drain()
+        record(game, f"p{i:03d}", points, accepted_at=now)
     body = client.get("/api/v1/games/arena/boards/all/distribution").json()
     assert body["total"] == 100
     buckets = body["buckets"]
@@ -234,11 +203,9 @@ def test_percentile_is_exact_in_the_top_ranks_and_read_from_the_histogram_below(
 
     monkeypatch.setattr(selectors, "EXACT_RANKS", 10)  # 10,000 in production
     game = make_game()
-    key = make_key(game)
     now = timezone.now()
     for i in range(200):
-        submit_direct(game, key, match_body([{"player_id": f"p{i:03d}", "points": i}]), now=now)
-    drain()
+        record(game, f"p{i:03d}", i, accepted_at=now)
     top = client.get("/api/v1/games/arena/boards/all/players/p195").json()
     assert (top["percentile"], top["percentile_error"]) == (97.5, 0.0)  # 195 of 200 below: exact
     low = client.get("/api/v1/games/arena/boards/all/players/p050").json()

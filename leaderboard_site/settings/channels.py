@@ -1,6 +1,6 @@
 """Channels: the Redis layer (channels-redis)."""
 
-from .redis import REDIS_URL
+from .redis import REDIS_KEY_PREFIX, REDIS_URL
 
 CHANNEL_LAYERS = {
     "default": {
@@ -9,7 +9,7 @@ CHANNEL_LAYERS = {
             # redis-py 8 reads with a 5 s socket timeout by default, exactly channels-redis's
             # BZPOPMIN wait: an idle consumer would die with TimeoutError. Give reads room.
             "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
-            "prefix": "lb:asgi",
+            "prefix": f"{REDIS_KEY_PREFIX}:asgi",
         },
     }
 }

@@ -1,9 +1,27 @@
-"""Redis: boards, dedup markers, rate buckets, the Celery broker and the Channels layer."""
+"""Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
+layer."""
 
 from .env import env_float, env_str
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Reads must fail fast (503) rather than hang when Redis is down.
 REDIS_SOCKET_TIMEOUT_S = env_float("REDIS_SOCKET_TIMEOUT_S", 2.0)
-# Every key this service writes starts with this prefix (see scoring/redis_boards.py).
+# Every key this service writes starts with this prefix (common/redis.py lists who spells which).
 REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", "lb")
+
+# Django's cache (django-redis): computed answers that may be thrown away, such as the score
+# histograms. A cache that cannot answer is a miss (the caller computes from the boards, which
+# then answers 503 if Redis is really down), never an error of its own.
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": f"{REDIS_KEY_PREFIX}:cache",
+        "OPTIONS": {
+            "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT_S,
+            "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_S,
+            "IGNORE_EXCEPTIONS": True,
+        },
+    }
+}
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True

@@ -8,87 +8,25 @@ boards with no worker restart (the nameless exchange survives the flush, kombu #
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
-from django.db import connection
 from django.utils import timezone
 
-from leaderboard_site.testing import make_game, make_key, match_body
-from scoring import redis_boards
+from common.redis import client as redis_client
+from common.testing import ROOT, kill_hard, process_env, start_beat, start_worker, stop
 from scoring.models import EventStatus, ScoreEvent
 from scoring.selectors import boards_diff
 from scoring.services import enqueue_apply, matches_submit
+from scoring.testing import make_game, make_key, match_body
 from scoring.validation import validate_match
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
-
-
-def process_env() -> dict[str, str]:
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="leaderboard_site.settings.base",
-        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        REDIS_URL=settings.REDIS_URL,
-        CELERY_BROKER_URL=settings.REDIS_URL,
-        CELERY_BEAT_RELAY_INTERVAL_S="1",
-        SCORING_RELAY_AFTER_S="2",
-        LOG_LEVEL="WARNING",
-    )
-    return env
-
-
-def start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "leaderboard_site", *args],
-        cwd=ROOT,
-        env=process_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: SIGKILL reaches the pool children too
-    )
-
-
-def start_worker() -> subprocess.Popen:
-    return start(
-        [
-            "worker",
-            "-Q",
-            "scoring",
-            "--concurrency",
-            "2",
-            "-l",
-            "warning",
-            "--without-mingle",
-            "--without-gossip",
-            "-n",
-            f"it-{uuid.uuid4().hex[:6]}@%h",
-        ]
-    )
-
-
-def kill_hard(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            kill_hard(proc)
 
 
 def unapplied() -> int:
@@ -136,7 +74,7 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice():
     stream = matches + resent
     rng.shuffle(stream)  # a resend may come before its first copy has been applied
 
-    beat = start(["beat", "-l", "warning", "-s", str(Path(settings.BASE_DIR) / "var" / f"it-beat-{os.getpid()}")])
+    beat = start_beat()
     worker = start_worker()
     kills = 0
     try:
@@ -157,7 +95,7 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice():
         assert boards_diff(game=game, now=timezone.now()) == {}
 
         # Redis loses everything; the ledger brings the boards back exactly.
-        redis_boards.client().flushall()
+        redis_client().flushall()
         call_command("rebuild_boards", "load", "--quiet", stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
         assert boards_diff(game=game, now=timezone.now()) == {}
 
@@ -176,7 +114,7 @@ def test_rebuild_while_results_stream_in_loses_nothing():
     game = make_game("live", tie_rule="dense", start=timezone.now() - timedelta(days=5))
     key = make_key(game)
     worker = start_worker()
-    beat = start(["beat", "-l", "warning", "-s", str(Path(settings.BASE_DIR) / "var" / f"it-beat2-{os.getpid()}")])
+    beat = start_beat()
     try:
         submit(game, key, make_matches(rng, 1500, timezone.now() - timedelta(days=4)))
         feeder = subprocess.Popen(

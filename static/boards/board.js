@@ -1,61 +1,25 @@
-// The live board page: REST for snapshots, a WebSocket for top-10 pushes (reconnects with backoff
-// and resyncs from REST), "find me" with the players around, friends, and the score distribution.
+// The live board page. The server renders the navigation (board tabs, periods, regions, the find
+// form) as links and forms; this script loads the rows from REST, keeps the top 10 live over the
+// WebSocket (reconnects with backoff and resyncs from REST), and fills "find me", the players
+// around, friends and the score distribution.
 (function () {
   "use strict";
-  const game = window.LB_GAME;
+  const page = JSON.parse(document.getElementById("lb-page").textContent);
   const $ = (id) => document.getElementById(id);
-  const params = new URLSearchParams(location.search);
-  const state = {
-    board: params.get("board") || "all",
-    region: params.get("region") || "global",
-    period: params.get("period") || null,
-    player: params.get("player") || "",
-    boards: ["all", "daily", "weekly", "monthly", "best"],
-    labels: { all: "Season", daily: "Today", weekly: "This week", monthly: "This month", best: "Best match" },
-    current: null, // the period the server says is current, for the live feed
-  };
-  const PERIODIC = new Set(["daily", "weekly", "monthly"]);
+  const RESYNC_MS = 1500; // after a push, rows 11-100 are fetched again at most this often
 
   function api(path, query) {
     const q = new URLSearchParams(Object.entries(query || {}).filter(([, v]) => v !== null && v !== ""));
-    return fetch(`/api/v1/games/${encodeURIComponent(game)}${path}?${q}`).then(async (r) => ({
+    return fetch(`/api/v1/games/${encodeURIComponent(page.game)}${path}?${q}`).then(async (r) => ({
       ok: r.ok, status: r.status, body: await r.json().catch(() => ({})),
     }));
   }
-  function boardQuery() {
-    return { region: state.region, period: PERIODIC.has(state.board) ? state.period : null };
-  }
-
-  // Period arithmetic (UTC): day, ISO week, month.
-  function shiftPeriod(period, board, step) {
-    if (board === "daily") {
-      const d = new Date(period + "T00:00:00Z"); d.setUTCDate(d.getUTCDate() + step);
-      return d.toISOString().slice(0, 10);
-    }
-    if (board === "monthly") {
-      const [y, m] = period.split("-").map(Number); const d = new Date(Date.UTC(y, m - 1 + step, 1));
-      return d.toISOString().slice(0, 7);
-    }
-    const [y, w] = period.split("-W").map(Number);
-    const jan4 = new Date(Date.UTC(y, 0, 4)); const monday = new Date(jan4);
-    monday.setUTCDate(jan4.getUTCDate() - ((jan4.getUTCDay() + 6) % 7) + (w - 1 + step) * 7);
-    const thursday = new Date(monday); thursday.setUTCDate(monday.getUTCDate() + 3);
-    const year = thursday.getUTCFullYear(); const firstJan4 = new Date(Date.UTC(year, 0, 4));
-    const week = 1 + Math.round((thursday - firstJan4) / 86400000 / 7 - ((firstJan4.getUTCDay() + 6) % 7) / 7 + 3 / 7);
-    return `${year}-W${String(Math.max(1, week)).padStart(2, "0")}`;
-  }
-
-  function syncUrl() {
-    const q = new URLSearchParams({ board: state.board, region: state.region });
-    if (state.period && PERIODIC.has(state.board)) q.set("period", state.period);
-    if (state.player) q.set("player", state.player);
-    history.replaceState(null, "", `?${q}`);
-  }
+  const boardQuery = () => ({ region: page.region, period: page.periodic ? page.period : null });
 
   function row(entry, extra) {
     const tr = document.createElement("tr");
     tr.dataset.player = entry.player_id;
-    if (state.player && entry.player_id === state.player) tr.className = "me";
+    if (page.player && entry.player_id === page.player) tr.className = "me";
     const cells = [["rank", entry.rank], ["name", entry.display_name || entry.player_id], ["score", entry.score]];
     if (extra) cells.splice(1, 0, ["board-rank", `#${entry.board_rank}`]);
     for (const [cls, text] of cells) {
@@ -77,32 +41,30 @@
 
   let topEntries = [];
   async function loadTop() {
-    const top = await api(`/boards/${state.board}/top`, { ...boardQuery(), n: 100 });
+    const top = await api(`/boards/${page.board}/top`, { ...boardQuery(), n: 100 });
     if (!top.ok) { $("status").textContent = top.body.detail || "Unavailable"; renderTop([]); return; }
-    if (!state.period && top.body.period) state.period = top.body.period;
-    if (top.body.period && !state.current) state.current = top.body.period;
     $("status").textContent = `Season ${top.body.season}${top.body.period ? " · " + top.body.period : ""} · ${top.body.tie_rule} ranking`;
     renderTop(top.body.entries, topEntries);
     topEntries = top.body.entries;
-    $("period-label").textContent = top.body.period || "";
   }
 
   async function loadMe() {
     const box = $("me");
-    if (!state.player) { box.hidden = true; $("around-box").hidden = true; $("friends-box").hidden = true; return null; }
-    const me = await api(`/boards/${state.board}/players/${encodeURIComponent(state.player)}`, boardQuery());
+    if (!page.player) { box.hidden = true; $("around-box").hidden = true; $("friends-box").hidden = true; return null; }
+    const who = encodeURIComponent(page.player);
+    const me = await api(`/boards/${page.board}/players/${who}`, boardQuery());
     box.hidden = false;
     if (!me.ok) {
-      box.textContent = me.status === 404 ? `${state.player}: not ranked yet on this board.` : me.body.detail;
+      box.textContent = me.status === 404 ? `${page.player}: not ranked yet on this board.` : me.body.detail;
       $("around-box").hidden = true; $("friends-box").hidden = true;
       return null;
     }
     const top = Math.max(0.1, 100 - me.body.percentile).toFixed(1);
     box.textContent = `${me.body.display_name || me.body.player_id}: rank ${me.body.rank} of ${me.body.total}, score ${me.body.score} (top ${top}%)`;
-    const around = await api(`/boards/${state.board}/players/${encodeURIComponent(state.player)}/around`, { ...boardQuery(), r: 5 });
+    const around = await api(`/boards/${page.board}/players/${who}/around`, { ...boardQuery(), r: 5 });
     $("around-box").hidden = !around.ok;
     if (around.ok) $("around").querySelector("tbody").replaceChildren(...around.body.entries.map((e) => row(e)));
-    const friends = await api(`/boards/${state.board}/players/${encodeURIComponent(state.player)}/friends`, boardQuery());
+    const friends = await api(`/boards/${page.board}/players/${who}/friends`, boardQuery());
     const list = friends.ok ? friends.body.entries : [];
     $("friends-box").hidden = list.length < 2;
     $("friends").querySelector("tbody").replaceChildren(...list.map((e) => row(e, true)));
@@ -111,7 +73,7 @@
 
   let chart = null;
   async function loadChart(me) {
-    const dist = await api(`/boards/${state.board}/distribution`, boardQuery());
+    const dist = await api(`/boards/${page.board}/distribution`, boardQuery());
     const el = $("chart");
     if (!dist.ok || !dist.body.buckets.length || !window.uPlot) { el.textContent = "No scores yet."; chart = null; return; }
     const xs = dist.body.buckets.map((b) => (b.min_score + b.max_score) / 2);
@@ -137,21 +99,28 @@
     } else { $("status").classList.remove("warn"); }
   }
 
-  // Live: the top 10 of the current period. Reconnect with backoff; resync from REST each time.
-  let socket = null, backoff = 1000, timer = null;
+  // After a push, resync the rest of the board from REST: at most once per RESYNC_MS, and never
+  // postponed by the next push (a board pushed every second still gets its rows 11-100 refreshed).
+  let resyncTimer = null;
+  function scheduleResync() {
+    if (resyncTimer) return;
+    resyncTimer = setTimeout(() => { resyncTimer = null; refresh(); }, RESYNC_MS);
+  }
+
+  // Live: the top 10 of the shown board. Reconnect with backoff; resync from REST each time.
+  let socket = null, backoff = 1000;
   function connect() {
-    if (socket) { socket.onclose = null; socket.close(); }
     const proto = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${proto}://${location.host}/ws/games/${encodeURIComponent(game)}/boards/${state.board}/?region=${encodeURIComponent(state.region)}`);
+    socket = new WebSocket(`${proto}://${location.host}/ws/games/${encodeURIComponent(page.game)}/boards/${page.board}/?region=${encodeURIComponent(page.region)}`);
     socket.onopen = () => { backoff = 1000; $("live").classList.add("on"); };
     socket.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
-      if (msg.type !== "top" || (PERIODIC.has(state.board) && msg.period !== state.period)) return;
+      if (msg.type !== "top" || (page.periodic && msg.period !== page.period)) return;
       const pushed = new Set(msg.entries.map((e) => e.player_id));
       const next = msg.entries.concat(topEntries.slice(msg.entries.length).filter((e) => !pushed.has(e.player_id)));
       renderTop(next, topEntries);
       topEntries = next;
-      clearTimeout(timer); timer = setTimeout(refresh, 1500); // then resync the rest from REST
+      scheduleResync();
     };
     socket.onclose = () => {
       $("live").classList.remove("on");
@@ -160,32 +129,6 @@
     };
   }
 
-  function renderControls() {
-    const tabs = $("tabs");
-    tabs.replaceChildren(...state.boards.map((b) => {
-      const btn = document.createElement("button");
-      btn.type = "button"; btn.role = "tab"; btn.textContent = state.labels[b] || b; btn.dataset.board = b;
-      btn.setAttribute("aria-selected", String(b === state.board));
-      btn.onclick = () => { state.board = b; state.period = null; state.current = null; topEntries = []; renderControls(); syncUrl(); refresh(); connect(); };
-      return btn;
-    }));
-    $("period-nav").hidden = !PERIODIC.has(state.board);
-  }
-
-  async function start() {
-    const info = await api("", {});
-    if (info.ok) {
-      state.boards = info.body.boards;
-      $("region").replaceChildren(...info.body.regions.map((r) => new Option(r, r, false, r === state.region)));
-    }
-    $("player").value = state.player;
-    $("region").onchange = () => { state.region = $("region").value; topEntries = []; syncUrl(); refresh(); connect(); };
-    $("prev").onclick = () => { state.period = shiftPeriod(state.period, state.board, -1); syncUrl(); topEntries = []; refresh(); };
-    $("next").onclick = () => { state.period = shiftPeriod(state.period, state.board, 1); syncUrl(); topEntries = []; refresh(); };
-    $("find").onsubmit = (ev) => { ev.preventDefault(); state.player = $("player").value.trim(); syncUrl(); refresh(); };
-    renderControls();
-    await refresh();
-    connect();
-  }
-  start();
+  $("region").onchange = () => $("region-form").submit();
+  refresh().then(connect);
 })();

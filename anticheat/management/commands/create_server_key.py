@@ -2,9 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from anticheat.moderation import audit
-from anticheat.services import server_key_create
-from seasons.models import Game
+from anticheat.services import audit, server_key_create
+from seasons.selectors import game_get
 
 
 class Command(BaseCommand):
@@ -15,7 +14,7 @@ class Command(BaseCommand):
         parser.add_argument("--label", default="")
 
     def handle(self, *args, **options):
-        game = Game.objects.filter(slug=options["slug"]).first()
+        game = game_get(slug=options["slug"])
         if game is None:
             raise CommandError(f"unknown game {options['slug']!r}")
         key = server_key_create(game=game, label=options["label"])

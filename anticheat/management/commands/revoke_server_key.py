@@ -3,8 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from anticheat.models import ServerKey
-from anticheat.moderation import audit
-from anticheat.services import server_key_revoke
+from anticheat.services import audit, server_key_revoke
 
 
 class Command(BaseCommand):

@@ -4,8 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from anticheat.models import ServerKey
-from anticheat.moderation import audit
-from anticheat.services import server_key_rotate
+from anticheat.services import audit, server_key_rotate
 
 
 class Command(BaseCommand):

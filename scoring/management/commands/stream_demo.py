@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand
 
-from anticheat.services import server_key_create, signed_headers
+from anticheat.services import server_key_create
+from common.signing import signed_headers
 from scoring.demo import demo_match, demo_players
 from seasons.selectors import game_get
 

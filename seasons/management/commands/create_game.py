@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 from django.utils import timezone
 
-from scoring.validation import parse_time
+from common.formats import parse_time
 from seasons.models import TieRule
 from seasons.services import DEFAULT_SEASON_DAYS, game_create
 

@@ -1,0 +1,65 @@
+"""The judge every submitted result passes through: bans, plausibility rules, per-player buckets."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from anticheat.services import ban_record, game_rules_set, results_judge, rules_for
+from common.testing import run_together
+from seasons.testing import make_game
+
+pytestmark = pytest.mark.django_db
+
+
+def judge(game, results, *, now=None) -> list[tuple[str, str]]:
+    verdicts = results_judge(game=game, rules=rules_for(game=game), results=results, now=now or timezone.now())
+    return [(v.status, v.reason) for v in verdicts]
+
+
+def test_bans_and_hard_rules_reject_soft_rules_hold_for_review():
+    game = make_game()
+    game_rules_set(game=game, player_burst=0, min_duration_s=60, max_points_per_minute=100)
+    ban_record(game=game, player_id="mallory")
+    assert judge(game, [("mallory", 1, 600), ("a", 900, 540), ("b", 901, 540), ("c", 1, 30)]) == [
+        ("rejected", "banned"),
+        ("accepted", ""),  # 9 minutes: at most 900 points
+        ("pending_review", "points_per_minute"),
+        ("rejected", "implausible"),
+    ]
+
+
+def test_a_players_burst_beyond_the_bucket_goes_to_review_and_refills_with_time():
+    game = make_game()  # the shipped defaults: 5 at once, then one a minute
+    now = timezone.now()
+    burst = judge(game, [("amy", 1, 600)] * 7 + [("bob", 1, 600)], now=now)
+    assert burst == [("accepted", "")] * 5 + [("pending_review", "rate")] * 2 + [("accepted", "")]
+    later = judge(game, [("amy", 1, 600)] * 2, now=now + timedelta(seconds=61))
+    assert later == [("accepted", ""), ("pending_review", "rate")]
+
+
+def test_rules_come_first_and_spend_no_tokens():
+    game = make_game()
+    game_rules_set(game=game, min_duration_s=60)
+    assert judge(game, [("amy", 1, 10)] * 10) == [("rejected", "implausible")] * 10
+    assert judge(game, [("amy", 1, 600)] * 5) == [("accepted", "")] * 5
+
+
+def test_the_buckets_fail_open_when_redis_is_down(settings):
+    game = make_game()
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    assert judge(game, [("amy", 1, 600)] * 7) == [("accepted", "")] * 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eight_concurrent_judges_grant_exactly_the_bucket():
+    game = make_game()
+    game_rules_set(game=game, player_burst=5, player_refill_s=3600)
+    answers: list[tuple[str, str]] = []
+
+    def send(_: int) -> None:
+        for _ in range(3):
+            answers.extend(judge(game, [("amy", 1, 600)]))
+
+    run_together(send, 8)
+    assert answers.count(("accepted", "")) == 5 and answers.count(("pending_review", "rate")) == 19

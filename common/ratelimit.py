@@ -1,0 +1,28 @@
+"""Token buckets in Redis, spent atomically by one Lua call for many keys (the caller spells the
+keys and passes its clock)."""
+
+from datetime import datetime
+
+from . import redis as lb_redis
+
+_BUCKET = lb_redis.lua_path(__file__, "token_bucket.lua")
+
+
+def buckets_spend(
+    *, keys: list[str], wants: list[int], capacity: int, ms_per_token: float, now: datetime
+) -> list[tuple[int, int]]:
+    """Take `wants[i]` tokens from bucket `keys[i]`; per bucket (granted, ms until the next token).
+
+    Raises redis.RedisError when Redis is down: each caller decides whether to fail open."""
+    ttl_s = int(capacity * ms_per_token / 1000) + 60
+    reply = lb_redis.lua_script(_BUCKET)(
+        keys=keys,
+        args=[int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants],
+        client=lb_redis.client(),
+    )
+    return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+
+
+def retry_after_s(wait_ms: int) -> int:
+    """Retry-After in whole seconds (API.md: always whole seconds, at least 1)."""
+    return max(1, -(-wait_ms // 1000))

@@ -1,0 +1,64 @@
+"""The Redis connection and the Lua loader, shared by every app.
+
+Every key the service writes starts with `REDIS_KEY_PREFIX` (`lb` by default). Each app spells its
+own keys in one module, whose docstring lists them:
+    boards/keys.py       boards, dense companions, display names, hidden players, dedup markers,
+                         the pause flag, live-push and histogram bookkeeping, the read buckets
+    anticheat/keys.py    rate buckets of server keys and players
+    common/metrics.py    the refusal counters read by /metrics
+Django's cache (django-redis, `{prefix}:cache:*`), the Channels layer (`{prefix}:asgi*`) and the
+Celery queue (`scoring`) are configured in leaderboard_site/settings.
+"""
+
+import threading
+from functools import cache
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from redis.backoff import ExponentialBackoff
+from redis.commands.core import Script
+from redis.retry import Retry
+
+_client_lock = threading.Lock()
+_clients: dict[str, redis.Redis] = {}
+
+
+def client() -> redis.Redis:
+    """A shared client (one pool per process and URL); fails fast, never hangs on a dead Redis."""
+    url = str(settings.REDIS_URL)
+    found = _clients.get(url)
+    if found is not None:
+        return found
+    with _client_lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                health_check_interval=30,
+                # One quick retry (a dropped connection), never seconds of backoff: a dead Redis
+                # must be a prompt 503. A retried script is harmless: the dedup makes it so.
+                retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+            )
+        return _clients[url]
+
+
+def key_prefix() -> str:
+    """The deployment's prefix, first part of every key."""
+    return str(settings.REDIS_KEY_PREFIX)
+
+
+@cache
+def lua_script(path: str) -> Script:
+    """A redis-py Script (EVALSHA, reloaded on NOSCRIPT after a Redis restart). `path` may join
+    several files with `+` (a shared library first, then the script)."""
+    parts = [Path(p).read_text() for p in path.split("+")]
+    return client().register_script("\n".join(parts))
+
+
+def lua_path(module_file: str, *names: str) -> str:
+    """The `lua/` files beside `module_file`, joined for `lua_script`."""
+    base = Path(module_file).resolve().parent / "lua"
+    return "+".join(str(base / name) for name in names)

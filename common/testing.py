@@ -1,0 +1,148 @@
+"""Shared test fixtures' machinery: the service's real processes (Celery worker and beat, the ASGI
+web server) started against the test run's own database and Redis, and stopped or killed.
+
+No app is imported: the processes are named by their command lines (`celery -A leaderboard_site`,
+`uvicorn leaderboard_site.asgi:application`), as an operator would start them.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    """The environment of a service process: this test run's database and private Redis, a fast
+    relay, quiet logs."""
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="leaderboard_site.settings.base",
+        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        REDIS_URL=settings.REDIS_URL,
+        CELERY_BROKER_URL=settings.REDIS_URL,
+        CELERY_BEAT_RELAY_INTERVAL_S="1",
+        SCORING_RELAY_AFTER_S="2",
+        LOG_LEVEL="WARNING",
+    )
+    env.update(extra)
+    return env
+
+
+def start_celery(args: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "leaderboard_site", *args],
+        cwd=ROOT,
+        env=process_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: SIGKILL reaches the pool children too
+    )
+
+
+def start_worker() -> subprocess.Popen[bytes]:
+    name = f"it-{uuid.uuid4().hex[:6]}@%h"
+    return start_celery(
+        [
+            "worker",
+            "-Q",
+            "scoring",
+            "--concurrency",
+            "2",
+            "-l",
+            "warning",
+            "--without-mingle",
+            "--without-gossip",
+            "-n",
+            name,
+        ]
+    )
+
+
+def start_beat() -> subprocess.Popen[bytes]:
+    schedule = ROOT / "var" / f"test-beat-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    schedule.parent.mkdir(parents=True, exist_ok=True)
+    return start_celery(["beat", "-l", "warning", "-s", str(schedule)])
+
+
+def start_web(port: int) -> subprocess.Popen[bytes]:
+    """The ASGI web server on 127.0.0.1:`port`; returns once /health/live answers (or 30 s)."""
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "off",
+            "--no-access-log",
+            "leaderboard_site.asgi:application",
+        ],
+        cwd=ROOT,
+        env=process_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health/live", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.2)
+    return web
+
+
+def kill_hard(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            kill_hard(proc)
+
+
+def run_together(target: Callable[[int], None], threads: int) -> None:
+    """Call `target(i)` for i in range(threads), each in its own thread, all released at the same
+    moment (a barrier), and wait for them all. Each thread closes its database connection."""
+    barrier = threading.Barrier(threads)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            target(i)
+        finally:
+            connection.close()
+
+    started = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for thread in started:
+        thread.start()
+    for thread in started:
+        thread.join()

@@ -1,0 +1,113 @@
+"""The board page in real Chromium (Debian's, driven by Playwright) against a live service with
+real worker and beat processes: live top-10 updates, find me, tabs and periods, a phone screen.
+Screenshots go to var/test-artifacts/."""
+
+import json
+import shutil
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from common.formats import iso
+from common.signing import signed_headers
+from common.testing import free_port, start_beat, start_web, start_worker, stop
+from scoring.testing import make_game, make_key
+
+CHROMIUM = shutil.which("chromium")
+ARTIFACTS = Path(settings.BASE_DIR) / "var" / "test-artifacts"
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"),
+]
+
+
+@pytest.fixture
+def service():
+    port = free_port()
+    web = start_web(port)
+    worker = start_worker()
+    beat = start_beat()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for proc in (web, worker, beat):
+            stop(proc)
+
+
+def submit(url: str, key, results: list[dict]) -> None:
+    path = f"/api/v1/games/{key.game.slug}/matches/{uuid.uuid4()}/results"
+    body = json.dumps({"played_at": iso(timezone.now()), "duration_s": 600, "results": results}).encode()
+    headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=body)
+    request = urllib.request.Request(
+        url + path, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 202
+
+
+def test_the_board_page_updates_live_and_finds_me(service):
+    from playwright.sync_api import expect, sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    game = make_game()
+    key = make_key(game)
+    for i in range(12):
+        submit(
+            service,
+            key,
+            [{"player_id": f"p{i:02d}", "points": 100 + i * 10, "display_name": f"Player {i}", "region": "eu"}],
+        )
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(f"{service}/games/arena/")
+        rows = page.locator("#board tbody tr")
+        expect(rows.first).to_contain_text("Player 11", timeout=10_000)
+        expect(page.locator("#live")).to_have_class("live on", timeout=10_000)
+
+        # A new leader, submitted over signed HTTP: the page shows it within 2 s, no reload.
+        submit(service, key, [{"player_id": "rocket", "points": 5000, "display_name": "Rocket"}])
+        expect(rows.first).to_contain_text("Rocket", timeout=2_000)
+        page.screenshot(path=str(ARTIFACTS / "board-live.png"), full_page=True)
+
+        # Find me: rank, score, top %, and my row highlighted among the players around me.
+        page.fill("#player", "p05")
+        page.click("#find button")
+        expect(page.locator("#me")).to_contain_text("rank 8 of 13", timeout=5_000)
+        expect(page.locator("#around tr.me")).to_contain_text("Player 5")
+        assert "player=p05" in page.url
+        page.screenshot(path=str(ARTIFACTS / "board-find-me.png"), full_page=True)
+
+        # Tabs and periods (links the server renders): today's board, then yesterday's (empty).
+        page.click("#tabs [data-board='daily']")
+        expect(page.locator("#tabs [data-board='daily']")).to_have_attribute("aria-selected", "true")
+        expect(rows.first).to_contain_text("Rocket", timeout=5_000)
+        today = page.locator("#period-label").inner_text()
+        page.click("#prev")
+        expect(page.locator("#period-label")).not_to_have_text(today, timeout=5_000)
+        expect(page.locator("#empty")).to_be_visible()
+        assert "board=daily" in page.url and "period=" in page.url
+
+        # A phone.
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+        phone.goto(f"{service}/games/arena/?region=eu")
+        expect(phone.locator("#board tbody tr").first).to_contain_text("Player 11", timeout=10_000)
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        phone.screenshot(path=str(ARTIFACTS / "board-phone.png"), full_page=True)
+        browser.close()

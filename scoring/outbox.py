@@ -1,0 +1,84 @@
+"""Accepted results on their way to the boards: the ledger's outbox.
+
+An accepted `ScoreEvent` has `applied_at` NULL until the board writer (boards/writer.py) has put
+it on every board it counts on. `events_apply_by_id` (the worker's task) reads the still-unapplied
+events, hands them to the writer, then sets `applied_at`; `unapplied_select` (the relay, on beat)
+claims those left behind by a crash or a lost task. The writer's dedup markers make a second
+apply of the same event count nothing, so both may run at any time.
+"""
+
+import logging
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+
+from boards.writer import ApplyReport, EventRow, events_apply
+
+from .models import EventStatus, ScoreEvent
+from .selectors import json_list
+
+logger = logging.getLogger(__name__)
+
+_TABLE = ScoreEvent._meta.db_table
+
+
+def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
+    # One array parameter, not thousands of placeholders: this runs for every batch.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, season_id, player_id, points, accepted_at, day, region, extra_boards "
+            f"FROM {_TABLE} WHERE id = ANY(%s::bigint[]) AND status = %s AND applied_at IS NULL ORDER BY id",
+            [event_ids, EventStatus.ACCEPTED.value],
+        )
+        return [
+            EventRow(
+                id=row[0],
+                season_id=row[1],
+                player_id=row[2],
+                points=row[3],
+                accepted_at=row[4],
+                day=row[5],
+                region=row[6],
+                extra_boards=tuple(json_list(row[7])),
+            )
+            for row in cursor.fetchall()
+        ]
+
+
+def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
+    """Apply the still-unapplied accepted events among `event_ids`, then mark them applied.
+
+    Idempotent: the ledger filter skips events already applied; the Lua dedup skips events that
+    reached Redis but whose `applied_at` was not written (a crash in between). Events the writer
+    refuses for overflowing the season's exact capacity become `rejected` (`score_overflow`).
+    """
+    report = events_apply(events=_unapplied_rows(event_ids), dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    with connection.cursor() as cursor:
+        if report.on_boards:
+            cursor.execute(
+                f"UPDATE {_TABLE} SET applied_at = %s WHERE id = ANY(%s::bigint[]) AND applied_at IS NULL",
+                [timezone.now(), report.on_boards],
+            )
+        if report.refused:
+            logger.error("events %s would pass the season's exact score capacity; rejected", report.refused)
+            cursor.execute(
+                f"UPDATE {_TABLE} SET status = %s, reason = 'score_overflow' WHERE id = ANY(%s::bigint[])",
+                [EventStatus.REJECTED.value, report.refused],
+            )
+    return report
+
+
+def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, limit: int) -> list[int]:
+    """Accepted events still unapplied (the outbox), claimed with SKIP LOCKED and stamped."""
+    ids = list(
+        ScoreEvent.objects.select_for_update(skip_locked=True)
+        .filter(status=EventStatus.ACCEPTED, applied_at__isnull=True, accepted_at__lt=older_than)
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_enqueue_before))
+        .order_by("accepted_at")
+        .values_list("id", flat=True)[:limit]
+    )
+    if ids:
+        ScoreEvent.objects.filter(id__in=ids).update(enqueued_at=timezone.now())
+    return ids

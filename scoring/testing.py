@@ -1,0 +1,105 @@
+"""Test helpers of the write path (for scoring's tests and the system tests above it): games with
+the buckets off, keys, match bodies, signed requests, and draining the apply queue in-process."""
+
+import json
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.test import Client
+from django.utils import timezone
+
+from anticheat.models import ServerKey
+from anticheat.testing import limits_off
+from anticheat.testing import make_key as make_key  # re-exported: tests of the write path need keys
+from boards.writer import EventRow
+from common.formats import iso
+from common.signing import signed_headers
+from seasons.models import Game
+from seasons.testing import make_game as make_season_game
+
+from .models import EventStatus, ScoreEvent
+from .outbox import events_apply_by_id
+from .services import MatchOutcome, matches_submit
+from .validation import validate_match
+
+
+def make_game(slug: str = "arena", *, rate_limits: bool = False, **season: Any) -> Game:
+    """`seasons.testing.make_game` with the buckets off unless asked for: most tests of the write
+    path send bursts on purpose."""
+    game = make_season_game(slug, **season)
+    if not rate_limits:
+        limits_off(game)
+    return game
+
+
+def match_body(results: list[dict[str, Any]], played_at: datetime | None = None, **extra: Any) -> dict[str, Any]:
+    return {"played_at": iso(played_at or timezone.now()), "duration_s": 540, "results": results, **extra}
+
+
+def signed_post(
+    client: Client,
+    key: ServerKey,
+    path: str,
+    body: bytes | str | dict[str, Any],
+    *,
+    timestamp: int | None = None,
+    secret: str | None = None,
+    tamper: bytes | None = None,
+):
+    """POST `body` signed with `key`; `tamper` replaces the body after signing."""
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode()
+    headers = signed_headers(
+        key_id=key.key_id, secret=secret or key.secret, method="POST", path=path, body=body, timestamp=timestamp
+    )
+    return client.generic(
+        "POST",
+        path,
+        data=tamper if tamper is not None else body,
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def result_path(game: Game | str, match_id: uuid.UUID | str) -> str:
+    slug = game if isinstance(game, str) else game.slug
+    return f"/api/v1/games/{slug}/matches/{match_id}/results"
+
+
+def submit_direct(
+    game: Game, key: ServerKey, body: dict[str, Any], *, now: datetime, match_id: uuid.UUID | None = None
+) -> MatchOutcome:
+    """The service call the API makes, with an injectable clock (for accept times and periods)."""
+    match_id = match_id or uuid.uuid4()
+    parsed, errors = validate_match(
+        body,
+        match_id=match_id,
+        max_points=game.max_points_per_match,
+        now=now,
+        max_future_s=60,
+        dimensions=tuple(game.dimensions or ()),
+    )
+    [outcome] = matches_submit(game=game, key=key, matches=[(match_id, parsed, errors)], now=now)
+    return outcome
+
+
+def drain() -> int:
+    """Apply every accepted, unapplied event in-process, as the worker would."""
+    ids = list(
+        ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).values_list("id", flat=True)
+    )
+    if ids:
+        events_apply_by_id(event_ids=ids, dedup_ttl_s=3600)
+    return len(ids)
+
+
+def event_rows(events: Iterable[ScoreEvent]) -> list[EventRow]:
+    """Ledger events as the board writer takes them (to apply them again, as a redelivery would)."""
+    return [
+        EventRow(e.id, e.season_id, e.player_id, e.points, e.accepted_at, e.day, e.region, tuple(e.extra_boards or ()))
+        for e in events
+    ]
