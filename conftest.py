@@ -1,18 +1,49 @@
-"""Suite-wide fixtures: every test starts with an empty private Redis and empty in-process caches."""
+"""Suite-wide fixtures: every test starts with an empty private Redis and empty in-process caches,
+and the `client` fixture sends the hot board reads through the production ASGI application (the
+fast path, boards/fastpath.py), as a server would, and everything else to Django as usual."""
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
+from django.http import HttpResponse
+from django.test import Client
 
-from boards.selectors import top_cache
-from common.redis import client
-from seasons.selectors import catalog_clear
+from boards.fastpath import ROUTE
+from boards.selectors import distribution_cache, top_cache
+from common.redis import client as redis_client
+from common.testing import asgi_request
+from seasons.catalog import catalog_forget_local
 
 
 @pytest.fixture(autouse=True)
 def clean_redis():
-    client().flushall()
+    redis_client().flushall()
     top_cache.clear()
-    catalog_clear()
+    distribution_cache.clear()
+    catalog_forget_local()
     yield
+
+
+class ProductionClient(Client):
+    """Django's test client; GETs of the hot read routes go through `leaderboard_site.asgi`."""
+
+    def get(self, path: str, data: Any = None, follow: bool = False, secure: bool = False, **extra: Any) -> Any:
+        parts = urlsplit(path)
+        if data or follow or secure or extra or not ROUTE.match(unquote(parts.path)):
+            return super().get(path, data, follow, secure, **extra)
+        return asgi_get(parts.path, parts.query)
+
+
+def asgi_get(path: str, query: str) -> HttpResponse:
+    from leaderboard_site.asgi import application
+
+    return asgi_request(application, path, query)
+
+
+@pytest.fixture
+def client() -> Client:
+    return ProductionClient()
 
 
 @pytest.fixture

@@ -1,14 +1,44 @@
 #!/usr/bin/env python3
-"""Read benchmark: rank, top and around against a RUNNING service, plus the raw Redis round trip.
+"""Read benchmark (issue 9): rank, around and top against a RUNNING service, the raw Redis limit of a
+rank read, and an open loop at 2,000 reads/s alone and under 5,000 events/s of batch ingest.
 
-    .venv/bin/python bench/reads.py --url http://127.0.0.1:8000 [--seconds 10] [--workers 16]
+    .venv/bin/python bench/reads.py --url http://127.0.0.1:8000 [--players 100000] [--workers 64]
+        [--seconds 10] [--open-rate 2000] [--open-seconds 30] [--ingest-rate 5000] [--json PATH]
+    (reuse a seeded game: --no-seed --game GAME --key-id KEY --secret SECRET)
 
-Seeds a fresh game with --players players (signed batch API, one result each), waits until the
-`all` board holds them all, then for each endpoint runs a closed loop of --workers concurrent
-keep-alive connections for --seconds, and (unless --open-rate 0) an open loop at a fixed offered
-rate (latency measured from each request's scheduled start, so queueing counts). The client is a
-minimal HTTP/1.1 keep-alive client on asyncio streams: on a 2-core machine shared with the server,
+Seeds a fresh game with --players players (signed batch API, one result each; skipped with
+--no-seed), waits until the `all` board holds them all, then measures, on that board, with player ids
+drawn at random over the whole board:
+
+  A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
+     (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
+     (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
+  B. the raw limit: the Lua the service runs for a rank read (boards/lua/ranking_lib.lua +
+     player.lua, joined by "\\n", read at run time), called with EVALSHA straight on Redis, no Django,
+     from --raw-clients (default --workers) concurrent redis.asyncio clients in this process for
+     --seconds: rank reads/s and p99. ARGV is [player, 2**time_bits, the game's tie rule
+     (`competition` for a seeded game), 10000 exact ranks, 100 buckets], cut to as many as
+     player.lua's header comment documents (falling back to 5, then 3, on a Lua error); time_bits is
+     computed as the service does, from the current season's window plus grace read from
+     .../seasons (90 days + 3600 s by default; --time-bits overrides). One answer is checked against
+     the service's own for the same player.
+  C. open loop: --open-rate reads/s offered for --open-seconds, mixed rank 50%, around 25%,
+     top 25%; latency measured from each request's scheduled start (waiting for a free connection
+     counts); p50/p99 and errors per endpoint; target: every p99 < 20 ms and no errors.
+  D. the same open loop while bench/_ingest_load.py (a child process) POSTs signed batches of
+     --ingest-batch one-result matches (random players of the same board, so it keeps its size) to
+     .../matches/batch from --ingest-senders threads, paced to --ingest-rate results/s, from the
+     moment the loop starts until it ends; the achieved ingest rate and batches not answered 200
+     are reported; target: every read p99 < 50 ms and no errors. --ingest-rate 0 skips it.
+
+This script is the load generator and runs on the same machine as the service: it reports the CPU
+it used in the measured phases (user + sys of itself and of its child, getrusage) against their
+wall time. The HTTP client is a minimal HTTP/1.1 keep-alive client on asyncio streams (`Conn`):
 httpx costs several times more client CPU per request and would measure the client.
+
+Output: progress and per-phase details on stderr; on stdout the load generator's CPU, one line per
+open loop phase and, last, the summary (figures from phases A and B; ratio = rank req/s / raw):
+    reads: rank 2600 req/s p99 12 ms, top 1900 req/s p99 20 ms, around 2100 req/s p99 15 ms, raw 9800/s, ratio 0.27
 """
 
 import argparse
@@ -16,16 +46,23 @@ import asyncio
 import json
 import os
 import random
+import re
+import resource
+import subprocess
 import sys
 import time
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
-import redis
+import redis.asyncio
+import redis.exceptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
+    ROOT,
     log,
     match,
     now_iso,
@@ -36,6 +73,16 @@ from _common import (
     region_of,
     signed_headers,
 )
+
+KINDS = ("rank", "top", "around")
+LUA_DIR = ROOT / "boards" / "lua"
+INGEST_SCRIPT = Path(__file__).resolve().parent / "_ingest_load.py"
+DEFAULT_SEASON_DAYS = 90  # seasons.services.DEFAULT_SEASON_DAYS
+DEFAULT_GRACE_S = 3600  # seasons.services.DEFAULT_GRACE_S
+EXACT_RANKS = 10_000  # boards.selectors.EXACT_RANKS
+BUCKETS = 100  # boards.selectors.DISTRIBUTION_BUCKETS
+OPEN_TARGET_MS = 20.0
+INGEST_TARGET_MS = 50.0
 
 
 # --------------------------------------------------------------------------- seeding
@@ -69,6 +116,39 @@ def seed(args, game: str, key_id: str, secret: str) -> int:
         season = client.get(f"/api/v1/games/{game}").json()["current_season"]
     log(f"seeded {n} players on game {game} (season {season})")
     return season
+
+
+def time_bits_of(window_s: int) -> int:
+    """seasons.services.time_bits_for_window: bits for every whole second of the window plus grace."""
+    return max(1, int(window_s).bit_length())
+
+
+def board_info(args, game: str) -> dict:
+    """The current season, the game's tie rule, the season's time bits, and the service's own answer
+    for player 1 (to check the raw Lua call of phase B against)."""
+    with httpx.Client(base_url=args.url, timeout=30) as client:
+        r = client.get(f"/api/v1/games/{game}")
+        r.raise_for_status()
+        detail = r.json()
+        season = detail["current_season"]
+        tie_rule = detail.get("tie_rule") or "competition"
+        if args.time_bits:
+            time_bits, how = args.time_bits, "--time-bits"
+        else:
+            window_s, how = DEFAULT_SEASON_DAYS * 86400 + DEFAULT_GRACE_S, "the default 90-day season"
+            try:
+                listing = client.get(f"/api/v1/games/{game}/seasons").json()
+                row = next(s for s in listing["seasons"] if str(s["id"]) == str(season))
+                starts = datetime.fromisoformat(row["starts_at"].replace("Z", "+00:00"))
+                ends = datetime.fromisoformat(row["ends_at"].replace("Z", "+00:00"))
+                window_s, how = int((ends - starts).total_seconds()) + int(row["grace_s"]), f"season {season}'s window"
+            except (httpx.HTTPError, ValueError, KeyError, StopIteration, TypeError) as exc:
+                log(f"could not read season {season}'s window ({exc!r}): assuming {how}")
+            time_bits = time_bits_of(window_s)
+        r = client.get(f"/api/v1/games/{game}/boards/all/players/{player_id(1)}")
+        reference = r.json() if r.status_code == 200 else None
+    log(f"game {game}: season {season}, tie rule {tie_rule}, time_bits {time_bits} (from {how})")
+    return {"season": season, "tie_rule": tie_rule, "time_bits": time_bits, "reference": reference}
 
 
 # --------------------------------------------------------------------------- a small HTTP/1.1 client
@@ -117,16 +197,34 @@ class Conn:
         self.reader = self.writer = None
 
 
+async def fetch(conn: Conn, path: str) -> int | str:
+    """The status of one GET, or the name of the exception that broke the connection (then closed:
+    the next GET opens a new one)."""
+    try:
+        status, _ = await conn.get(path)
+        return status
+    except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+        conn.close()
+        return type(exc).__name__
+
+
+# --------------------------------------------------------------------------- figures
 class Result:
     def __init__(self, name: str):
         self.name = name
         self.lat: list[float] = []
-        self.errors: dict[int, int] = {}
+        self.errors: dict[str, int] = {}
         self.elapsed = 0.0
-        self.offered: float | None = None
-        self.late_sends = 0
-        self.gave_up_after_s: float | None = None
-        self.unsent = 0
+
+    def ok(self, latency: float) -> None:
+        self.lat.append(latency)
+
+    def error(self, status: int | str) -> None:
+        self.errors[str(status)] = self.errors.get(str(status), 0) + 1
+
+    @property
+    def error_count(self) -> int:
+        return sum(self.errors.values())
 
     @property
     def rps(self) -> float:
@@ -136,14 +234,120 @@ class Result:
         return percentile(self.lat, q) * 1000
 
     def line(self) -> str:
-        err = f", errors {self.errors}" if self.errors else ""
-        off = f" offered {self.offered:.0f}/s," if self.offered else ""
+        err = f", errors {self.errors}" if self.errors else ", no errors"
         return (
-            f"{self.name:>8}:{off} {self.rps:7.0f} req/s  p50 {self.p(50):6.1f} ms  p99 {self.p(99):6.1f} ms  "
-            f"max {self.p(100):6.1f} ms  ({len(self.lat)} requests{err})"
+            f"{self.name:>8}: {self.rps:7.0f} /s  p50 {self.p(50):6.1f} ms  p99 {self.p(99):6.1f} ms  "
+            f"max {self.p(100):6.1f} ms  ({len(self.lat)} ok{err})"
         )
 
+    def figures(self) -> dict:
+        return {
+            "rps": self.rps,
+            "p50_ms": self.p(50),
+            "p99_ms": self.p(99),
+            "max_ms": self.p(100),
+            "ok": len(self.lat),
+            "errors": self.errors,
+            "elapsed_s": self.elapsed,
+        }
 
+
+class OpenRun:
+    """One open loop: the offered rate and, per endpoint kind, the latencies from scheduled starts."""
+
+    def __init__(self, rate: float, seconds: float, give_up_s: float):
+        self.offered = rate
+        self.seconds = seconds
+        self.give_up_s = give_up_s
+        self.by_kind = {kind: Result(kind) for kind in KINDS}
+        self.sent = 0
+        self.late_sends = 0
+        self.gave_up_after_s: float | None = None
+        self.unsent = 0
+        self.elapsed = 0.0
+
+    @property
+    def errors(self) -> int:
+        return sum(r.error_count for r in self.by_kind.values())
+
+    @property
+    def achieved(self) -> float:
+        return sum(len(r.lat) for r in self.by_kind.values()) / self.elapsed if self.elapsed else 0.0
+
+    def verdict(self, target_ms: float) -> tuple[bool, str]:
+        """(met, why not): every endpoint's p99 under the target, no errors, the schedule kept."""
+        slow = [k for k, r in self.by_kind.items() if not r.p(99) < target_ms]  # nan (no answers) is slow
+        why = [f"{', '.join(slow)} p99"] if slow else []
+        if self.errors:
+            why.append(f"{self.errors} errors")
+        if self.gave_up_after_s is not None:
+            why.append("over capacity")
+        return not why, "; ".join(why)
+
+    def line(self, label: str, target_ms: float) -> str:
+        met, why = self.verdict(target_ms)
+        gave_up = (
+            f"GAVE UP after {self.gave_up_after_s:.1f} s (sends over {self.give_up_s:g} s late, {self.unsent} unsent), "
+            if self.gave_up_after_s is not None
+            else ""
+        )
+        p99s = ", ".join(f"{k} p99 {self.by_kind[k].p(99):.0f} ms" for k in KINDS)
+        verdict = "met" if met else f"missed: {why}"
+        return f"{label}: {gave_up}{p99s}, errors {self.errors} (target p99 < {target_ms:.0f} ms: {verdict})"
+
+    def figures(self, target_ms: float) -> dict:
+        met, why = self.verdict(target_ms)
+        return {
+            "offered_rps": self.offered,
+            "seconds": self.seconds,
+            "achieved_rps": self.achieved,
+            "sent": self.sent,
+            "late_sends": self.late_sends,
+            "gave_up_after_s": self.gave_up_after_s,
+            "unsent": self.unsent,
+            "errors": self.errors,
+            "target_p99_ms": target_ms,
+            "target_met": met,
+            "target_missed_by": why or None,
+            **{kind: r.figures() for kind, r in self.by_kind.items()},
+        }
+
+
+class CpuMeter:
+    """CPU (user + sys) of this process and of its waited-for children, per measured phase."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, dict[str, float]] = {}
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.perf_counter(), own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+    @contextmanager
+    def phase(self, name: str):
+        wall, own, kids = self._now()
+        try:
+            yield
+        finally:
+            wall2, own2, kids2 = self._now()
+            self.phases[name] = {"wall_s": wall2 - wall, "self_cpu_s": own2 - own, "children_cpu_s": kids2 - kids}
+
+    def totals(self) -> dict[str, float]:
+        wall = sum(p["wall_s"] for p in self.phases.values())
+        own = sum(p["self_cpu_s"] for p in self.phases.values())
+        kids = sum(p["children_cpu_s"] for p in self.phases.values())
+        return {
+            "wall_s": wall,
+            "self_cpu_s": own,
+            "children_cpu_s": kids,
+            "cpu_s": own + kids,
+            "share_of_one_core": (own + kids) / wall if wall else 0.0,
+        }
+
+
+# --------------------------------------------------------------------------- load
 def make_paths(game: str, players: int, rng: random.Random):
     base = f"/api/v1/games/{game}/boards/all"
     return {
@@ -156,8 +360,7 @@ def make_paths(game: str, players: int, rng: random.Random):
 async def closed_loop(host: str, port: int, name: str, path_of, workers: int, seconds: float) -> Result:
     res = Result(name)
     conns = [Conn(host, port) for _ in range(workers)]
-    for c in conns:  # connect and warm up outside the measured window
-        await c.get(path_of())
+    await asyncio.gather(*(fetch(c, path_of()) for c in conns))  # connect and warm up, not measured
     deadline = time.perf_counter() + seconds
 
     async def worker(conn: Conn) -> None:
@@ -165,12 +368,11 @@ async def closed_loop(host: str, port: int, name: str, path_of, workers: int, se
             t = time.perf_counter()
             if t >= deadline:
                 return
-            status, _ = await conn.get(path_of())
-            done = time.perf_counter()
+            status = await fetch(conn, path_of())
             if status == 200:
-                res.lat.append(done - t)
+                res.ok(time.perf_counter() - t)
             else:
-                res.errors[status] = res.errors.get(status, 0) + 1
+                res.error(status)
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker(c) for c in conns))
@@ -181,33 +383,34 @@ async def closed_loop(host: str, port: int, name: str, path_of, workers: int, se
 
 
 async def open_loop(
-    host: str, port: int, name: str, path_of, rate: float, seconds: float, max_conns: int, give_up_s: float
-) -> Result:
-    """Requests start on a fixed schedule (rate per second) whatever the answers do; latency is
-    measured from the scheduled start, so time spent waiting for a free connection counts. When the
-    schedule runs more than `give_up_s` late (all connections busy), the run stops: the offered rate
-    is beyond capacity and the latency only grows from there."""
-    res = Result(name)
-    res.offered = rate
+    host: str, port: int, pick, rate: float, seconds: float, max_conns: int, give_up_s: float, on_start=None
+) -> OpenRun:
+    """Requests start on a fixed schedule (`rate` per second) whatever the answers do; `pick()` gives
+    (kind, path). Latency is measured from the scheduled start, so waiting for a free connection
+    counts. When the schedule runs more than `give_up_s` late (all connections busy), the run stops:
+    the offered rate is beyond capacity and the latency only grows from there. `on_start()` is
+    called just before the schedule starts (after the connections are open)."""
+    run = OpenRun(rate, seconds, give_up_s)
     idle: list[Conn] = [Conn(host, port) for _ in range(min(64, max_conns))]
-    for c in idle:
-        await c.get(path_of())
+    await asyncio.gather(*(fetch(c, pick()[1]) for c in idle))
     opened = len(idle)
     freed = asyncio.Condition()
     tasks: set[asyncio.Task] = set()
 
-    async def one(conn: Conn, scheduled: float) -> None:
-        status, _ = await conn.get(path_of())
-        done = time.perf_counter()
+    async def one(conn: Conn, kind: str, path: str, scheduled: float) -> None:
+        status = await fetch(conn, path)
+        res = run.by_kind[kind]
         if status == 200:
-            res.lat.append(done - scheduled)
+            res.ok(time.perf_counter() - scheduled)
         else:
-            res.errors[status] = res.errors.get(status, 0) + 1
+            res.error(status)
         async with freed:
             idle.append(conn)
             freed.notify()
 
     total = int(rate * seconds)
+    if on_start is not None:
+        on_start()
     t0 = time.perf_counter()
     for i in range(total):
         scheduled = t0 + i / rate
@@ -215,10 +418,10 @@ async def open_loop(
         if delay > 0:
             await asyncio.sleep(delay)
         elif delay < -0.005:
-            res.late_sends += 1
+            run.late_sends += 1
             if -delay > give_up_s:  # the service cannot keep up: stop instead of queueing for minutes
-                res.gave_up_after_s = time.perf_counter() - t0
-                res.unsent = total - i
+                run.gave_up_after_s = time.perf_counter() - t0
+                run.unsent = total - i
                 break
         async with freed:
             if not idle and opened < max_conns:
@@ -227,76 +430,209 @@ async def open_loop(
             while not idle:
                 await freed.wait()
             conn = idle.pop()
-        task = asyncio.create_task(one(conn, scheduled))
+        kind, path = pick()
+        task = asyncio.create_task(one(conn, kind, path, scheduled))
+        run.sent += 1
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     await asyncio.gather(*tasks)
-    res.elapsed = time.perf_counter() - t0
+    run.elapsed = time.perf_counter() - t0
+    for kind in KINDS:
+        run.by_kind[kind].elapsed = run.elapsed
     for c in idle:
         c.close()
-    return res
+    return run
 
 
-def raw_redis(args, game: str, season: int) -> dict:
-    """Round trip of single ZREVRANK / ZSCORE calls from Python (redis-py, hiredis) on the same Redis."""
-    r = redis.Redis.from_url(redis_url(args.redis_url), decode_responses=True)
-    key = f"{args.key_prefix}:b:{game}:{season}:all:global:-"
-    if not r.exists(key):
-        raise RuntimeError(f"board key {key} not found (REDIS_KEY_PREFIX?)")
-    rng = random.Random(5)
-    rank_lat, score_lat = [], []
-    for _ in range(1000):  # warm up
-        r.zscore(key, player_id(rng.randint(1, args.players)))
-    for _ in range(args.raw_calls):
-        pid = player_id(rng.randint(1, args.players))
-        t = time.perf_counter()
-        r.zrevrank(key, pid)
-        t1 = time.perf_counter()
-        r.zscore(key, pid)
-        t2 = time.perf_counter()
-        rank_lat.append(t1 - t)
-        score_lat.append(t2 - t1)
-    r.close()
-    both = rank_lat + score_lat
-    return {
-        "p50_ms": percentile(both, 50) * 1000,
-        "p99_ms": percentile(both, 99) * 1000,
-        "zrevrank_p99_ms": percentile(rank_lat, 99) * 1000,
-        "zscore_p99_ms": percentile(score_lat, 99) * 1000,
-        "calls": len(both),
-    }
+# --------------------------------------------------------------------------- phase B: the raw limit
+def argv_documented(source: str) -> int | None:
+    """How many ARGV the script's header comment (its leading `--` lines) documents."""
+    header = []
+    for line in source.splitlines():
+        if not line.startswith("--"):
+            break
+        header.append(line)
+    found = [int(n) for n in re.findall(r"ARGV\[(\d+)\]", "\n".join(header))]
+    return max(found) if found else None
 
 
-async def run_http(args, game: str) -> tuple[dict[str, Result], list[Result]]:
+async def raw_lua(args, game: str, info: dict) -> dict:
+    """player.lua (with ranking_lib.lua) by EVALSHA from concurrent redis.asyncio clients, no Django."""
+    board = f"{args.key_prefix}:b:{game}:{info['season']}:all:global:-"
+    keys = [board, board + ":d", f"{args.key_prefix}:names:{game}"]
+    player_src = (LUA_DIR / "player.lua").read_text()
+    source = "\n".join([(LUA_DIR / "ranking_lib.lua").read_text(), player_src])
+    tail = [2 ** info["time_bits"], info["tie_rule"], EXACT_RANKS, BUCKETS]  # after the player id
+    documented = argv_documented(player_src)
+    tries = ([min(documented, 5)] if documented else []) + [n for n in (5, 3) if n != documented]
+    clients = args.raw_clients or args.workers
+    client = redis.asyncio.Redis.from_url(redis_url(args.redis_url))
+    try:
+        if not await client.exists(board):
+            raise RuntimeError(f"board key {board} not found (--key-prefix? --redis-url?)")
+        script = client.register_script(source)
+        reply, argc, failures = None, 0, []
+        for n in tries:  # one probe call: also loads the script (SCRIPT LOAD on NOSCRIPT)
+            try:
+                reply = await script(keys=keys, args=[player_id(1), *tail][:n])
+                argc = n
+                break
+            except redis.exceptions.ResponseError as exc:
+                failures.append(f"{n} ARGV: {exc}")
+        if not argc:
+            raise RuntimeError(f"player.lua failed: {'; '.join(failures)}")
+        log(
+            f"raw: player.lua documents {documented} ARGV, called with {argc}"
+            + (f" (after: {'; '.join(failures)})" if failures else "")
+        )
+        if not reply:
+            raise RuntimeError(f"player.lua finds no {player_id(1)} on {board}: wrong board key?")
+        ref = info["reference"]
+        if ref is not None and (int(reply[0]), int(reply[1])) != (ref.get("score"), ref.get("rank")):
+            log(
+                f"WARNING: raw player.lua answers points {reply[0]} rank {reply[1]} for {player_id(1)}, the "
+                f"service score {ref.get('score')} rank {ref.get('rank')}: wrong --time-bits?"
+            )
+        args_tail = tail[: argc - 1]
+        rng = random.Random(7)
+        n = args.players
+        res = Result("raw rank")
+        await asyncio.gather(
+            *(script(keys=keys, args=[player_id(rng.randint(1, n)), *args_tail]) for _ in range(clients))
+        )  # opens the connections
+        deadline = time.perf_counter() + args.seconds
+
+        async def worker() -> None:
+            while True:
+                t = time.perf_counter()
+                if t >= deadline:
+                    return
+                try:
+                    await script(keys=keys, args=[player_id(rng.randint(1, n)), *args_tail])
+                except (redis.exceptions.RedisError, OSError) as exc:
+                    res.error(type(exc).__name__)
+                    continue
+                res.ok(time.perf_counter() - t)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        res.elapsed = time.perf_counter() - t0
+    finally:
+        await client.aclose()
+    return {**res.figures(), "clients": clients, "argv": argc, "argv_documented": documented, "line": res.line()}
+
+
+# --------------------------------------------------------------------------- phase D: the ingest process
+class IngestChild:
+    """bench/_ingest_load.py in its own process: started (and ready) before the loop, `go` when the
+    loop starts, `stop` when it ends; its figures come back as one JSON line."""
+
+    def __init__(self, args, game: str, key_id: str, secret: str):
+        cmd = [
+            sys.executable,
+            str(INGEST_SCRIPT),
+            *("--url", args.url, "--game", game, "--key-id", key_id, "--secret", secret),
+            *("--players", str(args.players), "--rate", str(args.ingest_rate)),
+            *("--batch", str(args.ingest_batch), "--senders", str(args.ingest_senders)),
+        ]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        if self.stdout.readline().strip() != "ready":
+            self.close()
+            raise RuntimeError("the ingest process did not start (its error is above)")
+
+    def go(self) -> None:
+        self.stdin.write("go\n")
+        self.stdin.flush()
+
+    def stop(self) -> dict:
+        self.stdin.write("stop\n")
+        self.stdin.flush()
+        out = self.stdout.read()
+        self.proc.wait()
+        lines = out.strip().splitlines()
+        if self.proc.returncode or not lines:
+            raise RuntimeError(f"the ingest process failed (exit {self.proc.returncode})")
+        return json.loads(lines[-1])
+
+    def close(self) -> None:
+        """End it if still running (its stdin closed: it stops; killed after 30 s) and reap it."""
+        if self.proc.poll() is None:
+            try:
+                self.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# --------------------------------------------------------------------------- the run
+async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: CpuMeter) -> dict:
     parts = urlsplit(args.url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     rng = random.Random(11)
     paths = make_paths(game, args.players, rng)
-    closed: dict[str, Result] = {}
-    if args.baseline:  # the floor of the web stack: a view that touches neither database nor Redis
-        base = await closed_loop(host, port, "live", lambda: "/health/live", args.workers, min(args.seconds, 5))
-        log(base.line() + "  (GET /health/live: no DB, no Redis)")
-    for name in ("rank", "top", "around"):
-        closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
-        log(closed[name].line())
-    opened: list[Result] = []
-    names = list(paths)
+    out: dict = {}
 
-    def mixed() -> str:
-        return paths[names[rng.randrange(3)]]()
+    log(f"phase A: closed loop, {args.workers} connections, {args.seconds:g} s per endpoint")
+    with meter.phase("A"):
+        if args.baseline:  # the floor of the web stack: a view that touches neither database nor Redis
+            base = await closed_loop(host, port, "live", lambda: "/health/live", args.workers, min(args.seconds, 5))
+            log(base.line() + "  (GET /health/live: no DB, no Redis)")
+            out["baseline_live"] = base.figures()
+        closed = {}
+        for name in KINDS:
+            closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
+            log(closed[name].line())
+    out["closed"] = closed
 
-    capacity = min(r.rps for r in closed.values())
-    for rate in args.open_rates:
-        rate = rate if rate > 0 else round(capacity / 2 / 10) * 10  # "half": half the closed-loop capacity
-        res = await open_loop(host, port, "mixed", mixed, rate, args.seconds, args.max_conns, args.open_give_up_s)
-        gave_up = (
-            f"; GAVE UP after {res.gave_up_after_s:.1f} s ({res.unsent} requests unsent): over capacity"
-            if res.gave_up_after_s is not None
-            else ""
+    log(f"phase B: raw player.lua on Redis, {args.raw_clients or args.workers} clients, {args.seconds:g} s")
+    with meter.phase("B"):
+        out["raw"] = await raw_lua(args, game, info)
+    log(out["raw"]["line"])
+
+    def mixed() -> tuple[str, str]:
+        x = rng.random()
+        kind = "rank" if x < 0.5 else "around" if x < 0.75 else "top"
+        return kind, paths[kind]()
+
+    def open_phase(label: str, run: OpenRun) -> None:
+        for kind in KINDS:
+            log(run.by_kind[kind].line())
+        log(
+            f"{label}: offered {run.offered:.0f}/s, achieved {run.achieved:.0f}/s, {run.sent} sent, "
+            f"late sends {run.late_sends}"
         )
-        log(res.line() + f"  late sends {res.late_sends}{gave_up}")
-        opened.append(res)
-    return closed, opened
+
+    loop_args = (args.open_rate, args.open_seconds, args.max_conns, args.open_give_up_s)
+    if args.open_rate > 0:
+        mix = "rank 50%, around 25%, top 25%"
+        log(f"phase C: open loop, {args.open_rate:g} reads/s ({mix}) for {args.open_seconds:g} s")
+        with meter.phase("C"):
+            out["open"] = await open_loop(host, port, mixed, *loop_args)
+        open_phase("phase C", out["open"])
+        if args.ingest_rate > 0:
+            log(f"phase D: the same open loop + ingest {args.ingest_rate:g} results/s (child process)")
+            with meter.phase("D"):
+                child = IngestChild(args, game, key_id, secret)
+                try:
+                    out["open_ingest"] = await open_loop(host, port, mixed, *loop_args, on_start=child.go)
+                    out["ingest"] = child.stop()
+                finally:
+                    child.close()
+            open_phase("phase D", out["open_ingest"])
+            ing = out["ingest"]
+            log(
+                f"phase D ingest: {ing['achieved_rate']:.0f} results/s accepted of {ing['offered_rate']:g} offered, "
+                f"{ing['batches_sent']} batches ({ing['batches_not_200']} not 200: {ing['batch_errors']}), "
+                f"batch p50 {ing['batch_p50_ms']:.0f} ms p99 {ing['batch_p99_ms']:.0f} ms, "
+                f"results {ing['result_statuses']}"
+            )
+    return out
 
 
 def main() -> None:
@@ -306,75 +642,93 @@ def main() -> None:
     parser.add_argument("--key-id")
     parser.add_argument("--secret")
     parser.add_argument("--no-seed", action="store_true", help="the game's board already holds --players players")
-    parser.add_argument("--players", type=int, default=20_000)
-    parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--workers", type=int, default=8, help="concurrent connections in the closed loops")
-    parser.add_argument(
-        "--open-rate",
-        default="2000,half",
-        help="offered req/s of the open loops, comma-separated; `half`: half the closed-loop capacity; 0 for none",
-    )
-    parser.add_argument("--max-conns", type=int, default=256, help="connection cap of the open loop")
-    parser.add_argument("--open-give-up-s", type=float, default=3.0, help="stop the open loop when sends run this late")
+    parser.add_argument("--players", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10, help="length of each closed loop and of the raw phase")
+    parser.add_argument("--workers", type=int, default=64, help="concurrent connections of the closed loops")
+    parser.add_argument("--raw-clients", type=int, help="concurrent Redis clients of the raw phase (default --workers)")
+    parser.add_argument("--open-rate", type=float, default=2000, help="offered reads/s of the open loops; 0: none")
+    parser.add_argument("--open-seconds", type=float, default=30)
+    parser.add_argument("--max-conns", type=int, default=256, help="connection cap of the open loops")
+    parser.add_argument("--open-give-up-s", type=float, default=3.0, help="stop an open loop when sends run this late")
+    parser.add_argument("--ingest-rate", type=float, default=5000, help="results/s ingested in phase D; 0: no phase D")
+    parser.add_argument("--ingest-batch", type=int, default=500, help="one-result matches per ingest batch")
+    parser.add_argument("--ingest-senders", type=int, default=4, help="concurrent ingest senders")
+    parser.add_argument("--time-bits", type=int, help="the season's time_bits (default: computed from the season)")
     parser.add_argument("--redis-url", help="default: $REDIS_URL or redis://127.0.0.1:6379/0")
     parser.add_argument("--key-prefix", default="lb", help="the service's REDIS_KEY_PREFIX")
-    parser.add_argument("--raw-calls", type=int, default=10_000)
     parser.add_argument(
-        "--baseline", action=argparse.BooleanOptionalAction, default=True, help="also load GET /health/live"
+        "--baseline", action=argparse.BooleanOptionalAction, default=False, help="also load GET /health/live"
     )
     parser.add_argument("--seed-timeout", type=float, default=300)
-    parser.add_argument("--json", help="also write all figures to this file")
+    parser.add_argument("--json", help="also write every figure to this file")
     args = parser.parse_args()
     args.url = args.url.rstrip("/")
-    args.open_rates = [-1.0 if x == "half" else float(x) for x in args.open_rate.split(",") if x and x != "0"]
 
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "reads")
     log(f"load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    if args.no_seed:
-        season = httpx.get(f"{args.url}/api/v1/games/{game}").json()["current_season"]
-    else:
-        season = seed(args, game, key_id, secret)
-    closed, opened = asyncio.run(run_http(args, game))
-    raw = raw_redis(args, game, season)
-    log(f"raw redis: p50 {raw['p50_ms']:.3f} ms p99 {raw['p99_ms']:.3f} ms ({raw['calls']} calls)")
-    for res in opened:
-        gave_up = res.gave_up_after_s is not None
-        ok = not gave_up and res.p(99) < 50 and res.rps >= 0.98 * (res.offered or 0)
-        p99 = (
-            f"p99 > {args.open_give_up_s * 1000:.0f} ms (gave up: over capacity)"
-            if gave_up
-            else f"p99 {res.p(99):.0f} ms"
+    if not args.no_seed:
+        seed(args, game, key_id, secret)
+    info = board_info(args, game)
+
+    meter = CpuMeter()
+    out = asyncio.run(run_all(args, game, key_id, secret, info, meter))
+
+    cpu = meter.totals()
+    lines = [
+        f"load generator: {cpu['cpu_s']:.1f} s CPU in {cpu['wall_s']:.0f} s "
+        f"({cpu['share_of_one_core'] * 100:.0f}% of one core)"
+    ]
+    log(
+        "load generator by phase: "
+        + ", ".join(
+            f"{name} {p['self_cpu_s']:.1f} s"
+            + (f" + child {p['children_cpu_s']:.1f} s" if p["children_cpu_s"] else "")
+            + f" in {p['wall_s']:.0f} s"
+            for name, p in meter.phases.items()
         )
-        target = f": {'meets' if ok else 'misses'} the target (p99 < 50 ms at 2K req/s)" if res.offered == 2000 else ""
-        print(
-            f"reads open loop: offered {res.offered:.0f} req/s (rank/top/around mixed), achieved "
-            f"{res.rps:.0f} req/s, p50 {res.p(50):.0f} ms, {p99}{target}",
-            flush=True,
+    )
+    if "open" in out:
+        lines.append(out["open"].line(f"reads open loop {args.open_rate:.0f}/s", OPEN_TARGET_MS))
+    if "open_ingest" in out:
+        ing = out["ingest"]
+        label = (
+            f"reads open loop {args.open_rate:.0f}/s + ingest {args.ingest_rate:.0f} events/s "
+            f"(achieved {ing['achieved_rate']:.0f}/s, batches not 200: {ing['batches_not_200']})"
         )
-    if args.json:
-        out = {
-            name: {"rps": r.rps, "p50_ms": r.p(50), "p99_ms": r.p(99), "errors": r.errors} for name, r in closed.items()
-        }
-        out["open_loop"] = [
-            {
-                "offered": r.offered,
-                "gave_up_after_s": r.gave_up_after_s,
-                "rps": r.rps,
-                "p50_ms": r.p(50),
-                "p99_ms": r.p(99),
-                "errors": r.errors,
-            }
-            for r in opened
-        ]
-        out["raw_redis"] = raw
-        Path(args.json).write_text(json.dumps(out, indent=2))
-    c = closed
-    print(
+        line = out["open_ingest"].line(label, INGEST_TARGET_MS)
+        if ing["achieved_rate"] < 0.95 * args.ingest_rate:
+            line += f"; ingest short of {args.ingest_rate:.0f}/s"
+        lines.append(line)
+    c, raw = out["closed"], out["raw"]
+    ratio = c["rank"].rps / raw["rps"] if raw["rps"] else float("nan")
+    lines.append(
         f"reads: rank {c['rank'].rps:.0f} req/s p99 {c['rank'].p(99):.0f} ms, "
         f"top {c['top'].rps:.0f} req/s p99 {c['top'].p(99):.0f} ms, "
-        f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, raw redis p99 {raw['p99_ms']:.1f} ms",
-        flush=True,
+        f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, "
+        f"raw {raw['rps']:.0f}/s, ratio {ratio:.2f}"
     )
+    if args.json:
+        figures = {
+            "game": game,
+            "season": info["season"],
+            "time_bits": info["time_bits"],
+            "tie_rule": info["tie_rule"],
+            "config": {k: v for k, v in vars(args).items() if k not in ("secret", "key_id")},
+            "closed": {name: r.figures() for name, r in c.items()},
+            "raw": {k: v for k, v in raw.items() if k != "line"},
+            "ratio": ratio,
+            "load_generator": {**cpu, "phases": meter.phases},
+            "lines": lines,
+        }
+        if "baseline_live" in out:
+            figures["baseline_live"] = out["baseline_live"]
+        if "open" in out:
+            figures["open_loop"] = out["open"].figures(OPEN_TARGET_MS)
+        if "open_ingest" in out:
+            figures["open_loop_ingest"] = {**out["open_ingest"].figures(INGEST_TARGET_MS), "ingest": out["ingest"]}
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    for line in lines:
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,15 @@
 Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.py):
     lb:b:{game}:{season}:{board}:{region}:{period}   a board (sorted set, encoded scores)
     <board key>:d                                    distinct points on it (dense tie rule)
+    <board key>:v                                    its version: up with every change, in the same
+                                                     script as the change (cached reads compare it)
     <board key>:rebuild  <board key>:old             a rebuild's staged copy and the swapped-out one
-    lb:names:{game}                                  display names (hash player -> name)
+    lb:names:{game}  lb:names-v:{game}               display names (hash player -> name), its version
+    lb:friends:{game}:{player}                       a player's confirmed friends (a set)
     lb:hidden:{game}                                 hidden and deleted players (a set)
     lb:pause:{game}                                  set while a rebuild swaps keys in
-    lb:gen:{game}                                    bumped by every correction (cached answers go)
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
-    lb:hist-dirty                                    boards whose score histogram to refresh
-    lb:cache:1:hist:{generation}:{board key}         a score histogram, in Django's cache (django-redis)
     lb:rl:ip:{address}                               the public read bucket of a client address
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10` (boards/kinds.py).
@@ -45,6 +45,10 @@ class BoardRef:
     def distinct_key(self) -> str:
         return distinct_key(self.key)
 
+    @property
+    def version_key(self) -> str:
+        return version_key(self.key)
+
     @classmethod
     def from_key(cls, key: str) -> "BoardRef":
         game, season_id, board, region, period = key.split(":")[-5:]
@@ -55,9 +59,13 @@ def distinct_key(board_key: str) -> str:
     return f"{board_key}:d"
 
 
+def version_key(board_key: str) -> str:
+    return f"{board_key}:v"
+
+
 def is_board_key(key: str) -> bool:
-    """A live board (not a companion, nor a rebuild's staged or swapped-out copy)."""
-    return not key.endswith((":d", REBUILD_SUFFIX, OLD_SUFFIX))
+    """A live board (not a companion, a version, nor a rebuild's staged or swapped-out copy)."""
+    return not key.endswith((":d", ":v", REBUILD_SUFFIX, OLD_SUFFIX, REBUILD_SUFFIX + ":d"))
 
 
 def board_pattern(game: str) -> str:
@@ -77,6 +85,16 @@ def names_key(game: str) -> str:
     return f"{key_prefix()}:names:{game}"
 
 
+def names_version_key(game: str) -> str:
+    """Up with every change of a display name (cached top-N answers show names)."""
+    return f"{key_prefix()}:names-v:{game}"
+
+
+def friends_key(game: str, player_id: str) -> str:
+    """A player's confirmed friends (a set), kept with the friendships table."""
+    return f"{key_prefix()}:friends:{game}:{player_id}"
+
+
 def hidden_key(game: str) -> str:
     """The game's hidden (privacy) and deleted players: the board writer skips them."""
     return f"{key_prefix()}:hidden:{game}"
@@ -84,11 +102,6 @@ def hidden_key(game: str) -> str:
 
 def pause_key(game: str) -> str:
     return f"{key_prefix()}:pause:{game}"
-
-
-def generation_key(game: str) -> str:
-    """Bumped by every correction (revoke, hide, delete): cached top-N answers older than it go."""
-    return f"{key_prefix()}:gen:{game}"
 
 
 def dedup_location(event_id: int) -> tuple[str, str]:
@@ -109,17 +122,6 @@ def pushed_key(board_key: str) -> str:
 def pushed_digest_key(board_key: str) -> str:
     """The digest of the last top 10 pushed for a board (pushes only on change)."""
     return f"{key_prefix()}:pushed-digest:{board_key}"
-
-
-def histogram_cache_key(board_key: str, generation: str) -> str:
-    """A board's equi-depth score histogram in Django's cache (`{prefix}:cache:1:hist:...`),
-    kept for a minute; a correction (a new generation) makes it miss."""
-    return f"hist:{generation}:{board_key}"
-
-
-def histogram_dirty_key() -> str:
-    """Boards changed since the histogram task last ran (a set of board keys)."""
-    return f"{key_prefix()}:hist-dirty"
 
 
 def reader_bucket_key(address: str) -> str:

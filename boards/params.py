@@ -9,7 +9,7 @@ from common.api_errors import ApiError
 
 from . import selectors
 from .kinds import BOARD_NAMES
-from .throttle import reader_throttle
+from .throttle import THROTTLE_SPENT, reader_throttle
 
 BOARD_PARAMS = [
     OpenApiParameter("region", str, description="`global` (default) or a region, e.g. `eu`."),
@@ -32,6 +32,9 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 
 def throttle_reads(request: Request) -> None:
+    scope = getattr(request._request, "scope", None)
+    if scope is not None and scope.get(THROTTLE_SPENT):
+        return  # the fast path spent this read's token already (fastpath.py)
     retry_after = reader_throttle(address=request.META.get("REMOTE_ADDR", ""), now=timezone.now())
     if retry_after is not None:
         raise ApiError(

@@ -1,25 +1,36 @@
-"""The read path: top, a player's standing and the players around them, from Redis.
+"""The read path: top, a player's standing, the players around them, friends and the score
+distribution, from Redis and in-process state.
 
-Each read resolves the season once and runs one Lua script, so an answer never mixes two
-moments. Ranks follow the game's tie rule and are computed from counts (boards/lua/).
+Each read resolves the board once (`board_view`: the game's catalog from Redis, seasons/catalog.py)
+and runs one Lua script (boards/lua/), so an answer never mixes two moments and PostgreSQL is not
+on the way. Ranks follow the game's tie rule and are computed from counts.
+
+Cached answers (the top N, the distribution) are kept under the board's version, which the writer
+and the correction script bump in the same atomic call as the data (and, for the top N, the game's
+names version): a read sends the version it holds and the script answers "unchanged" or the new
+answer. So once any read shows a result, every later read of that board shows it too, in every
+process; nothing is cached by a clock.
+
+Each script's call (`*_call`: keys and arguments) and reply (`*_parse`) are plain functions shared
+by the Django views (the sync functions here) and the fast ASGI path (fastpath.py).
+
+Frozen seasons answer from their final standings in PostgreSQL (standings.py).
 """
 
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from cachetools import TTLCache
-from django.conf import settings
-from django.core.cache import cache
 from django.db.models import Q, QuerySet
 
 from common.redis import client, lua_path, lua_script
+from seasons.catalog import catalog_get
 from seasons.models import Game, Season
 from seasons.periods import BadPeriod
-from seasons.selectors import game_catalog, game_get, season_current, seasons_of
+from seasons.selectors import season_current
 
 from . import keys
 from .codec import ScoreCodec
@@ -30,10 +41,17 @@ from .ranking import ranks_for
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
 MAX_FRIENDS = 500
+EXACT_RANKS = 10_000  # the percentile is exact down to this rank, then read from the histogram
+DISTRIBUTION_BUCKETS = 100
 
-_TOP = lua_path(__file__, "ranking_lib.lua", "top.lua")
-_AROUND = lua_path(__file__, "ranking_lib.lua", "around.lua")
-_PLAYER = lua_path(__file__, "ranking_lib.lua", "player.lua")
+TOP_SCRIPT = lua_path(__file__, "ranking_lib.lua", "top.lua")
+AROUND_SCRIPT = lua_path(__file__, "ranking_lib.lua", "around.lua")
+PLAYER_SCRIPT = lua_path(__file__, "ranking_lib.lua", "player.lua")
+FRIENDS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "friends.lua")
+DISTRIBUTION_SCRIPT = lua_path(__file__, "ranking_lib.lua", "distribution.lua")
+
+Entry = dict[str, Any]
+Call = tuple[list[str], list[Any]]  # a script's KEYS and ARGV
 
 
 class UnknownGame(LookupError):
@@ -76,7 +94,7 @@ class BoardView:
 
     def standings(self) -> QuerySet[FrozenStanding]:
         return FrozenStanding.objects.filter(
-            season=self.season, board=self.board, region=self.region, period=self.period or NO_PERIOD
+            season_id=self.season.id, board=self.board, region=self.region, period=self.period or NO_PERIOD
         )
 
     @property
@@ -100,8 +118,8 @@ def board_resolve(
     season: str | None,
     period: str | None,
     now: datetime,
-    seasons: list[Season] | None = None,
-    pointer_id: int | None = -1,
+    seasons: list[Season],
+    pointer_id: int | None,
 ) -> BoardView:
     """Which season, period and region a reader means. The season is resolved once per request,
     so one answer never mixes two seasons."""
@@ -111,8 +129,6 @@ def board_resolve(
     region = region or GLOBAL
     if region != GLOBAL and not REGION_RE.match(region):
         raise BadQuery("region", "A region is 'global' or 2-40 characters from [a-z0-9-].")
-    if seasons is None:
-        seasons = seasons_of(game=game)
     if season:
         if not season.isdigit():
             raise BadQuery("season", "A season id, as listed by /seasons.")
@@ -137,8 +153,8 @@ def board_resolve(
 def board_view(
     *, slug: str, board: str, region: str | None, season: str | None, period: str | None, now: datetime
 ) -> BoardView:
-    """`board_resolve` for a game named by its slug, through the read path's catalog cache."""
-    catalog = game_catalog(slug=slug)
+    """`board_resolve` for a game named by its slug, from the game's catalog in Redis."""
+    catalog = catalog_get(slug=slug)
     if catalog.game is None:
         raise UnknownGame(slug)
     return board_resolve(
@@ -153,184 +169,35 @@ def board_view(
     )
 
 
-@dataclass(frozen=True)
-class GameDetail:
-    game: Game
-    boards: list[str]
-    regions: list[str]
-    current: Season | None
-
-    @property
-    def current_id(self) -> int | None:
-        return self.current.id if self.current is not None else None
-
-
-def game_detail(*, slug: str, now: datetime) -> GameDetail | None:
-    """A game's name, tie rule, boards, the regions of its current season and that season."""
-    game = game_get(slug=slug)
-    if game is None:
-        return None
-    current = season_current(game=game, now=now)
-    return GameDetail(game=game, boards=list(BOARD_NAMES), regions=game_regions(season=current), current=current)
-
-
-@dataclass(frozen=True)
-class SeasonRow:
-    id: int
-    name: str
-    starts_at: datetime
-    ends_at: datetime
-    grace_s: int
-    status: str
-
-
-@dataclass(frozen=True)
-class SeasonListing:
-    current_id: int | None
-    seasons: list[SeasonRow]
-
-
-def game_seasons(*, slug: str, now: datetime) -> SeasonListing | None:
-    """A game's seasons, newest first, each with its status at `now`, and the current one."""
-    game = game_get(slug=slug)
-    if game is None:
-        return None
-    seasons = seasons_of(game=game)
-    current = season_current(game=game, now=now, seasons=seasons)
-    rows = [SeasonRow(s.id, s.name, s.starts_at, s.ends_at, s.grace_s, str(s.status_at(now))) for s in seasons]
-    return SeasonListing(current_id=current.id if current is not None else None, seasons=rows)
-
-
-def _entries(flat: list[Any], view: "BoardView") -> list[dict[str, Any]]:
-    entries = []
-    for i in range(0, len(flat), 4):
-        entries.append(
-            {
-                "rank": int(flat[i + 2]),
-                "player_id": flat[i],
-                "display_name": flat[i + 3],
-                "score": view.shown(int(flat[i + 1])),
-            }
-        )
-    return entries
-
-
-def _fill_names(game: Game, entries: list[dict[str, Any]]) -> None:
-    """Names missing from the Redis index (e.g. after a flush) come from the players table."""
-    missing = [e["player_id"] for e in entries if e["display_name"] is None]
-    if not missing:
-        return
-    names = {
-        pid: name or ""
-        for pid, name in Player.objects.filter(
-            game=game, player_id__in=missing, display_name__isnull=False
-        ).values_list("player_id", "display_name")
-    }
-    if names:
-        client().hset(keys.names_key(game.slug), mapping=dict[Any, Any](names))
-    for e in entries:
-        if e["display_name"] is None:
-            e["display_name"] = names.get(e["player_id"])
-
-
-class _Flight:
-    """One load in progress; later readers of the same key wait for its answer."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value: list[dict[str, Any]] | None = None
-        self.error: BaseException | None = None
-        self.waiters = 0
-
-
-class _TopCache:
-    """Top-N answers kept for BOARD_TOP_CACHE_S with single-flight: however many readers ask at
-    once, one of them reads Redis per key; the others wait for its answer. Bounded: at most
-    `maxsize` answers (least recently used go first), and a flight lives only while it loads."""
-
-    def __init__(self, maxsize: int = 1024) -> None:
-        self._lock = threading.Lock()
-        self._maxsize = maxsize
-        self._entries: TTLCache[tuple[str, int, str], list[dict[str, Any]]] = self._new()
-        self._inflight: dict[tuple[str, int, str], _Flight] = {}
-
-    def _new(self) -> TTLCache[tuple[str, int, str], list[dict[str, Any]]]:
-        return TTLCache(maxsize=self._maxsize, ttl=float(settings.BOARD_TOP_CACHE_S))
-
-    def get(self, key: tuple[str, int, str], load: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                return hit
-            flight = self._inflight.get(key)
-            leader = flight is None
-            if flight is None:
-                flight = self._inflight[key] = _Flight()
-            else:
-                flight.waiters += 1
-        if not leader:
-            flight.done.wait()
-            if flight.error is not None:
-                raise flight.error
-            assert flight.value is not None
-            return flight.value
-        try:
-            flight.value = load()
-            with self._lock:
-                self._entries[key] = flight.value
-            return flight.value
-        except BaseException as exc:
-            flight.error = exc
-            raise
-        finally:
-            with self._lock:
-                self._inflight.pop(key, None)
-            flight.done.set()
-
-    def __len__(self) -> int:
-        return len(self._entries) + len(self._inflight)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries = self._new()
-
-
-top_cache = _TopCache()
-
-
-def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = [
-        {"rank": rank, "player_id": player, "display_name": None, "score": score}
-        for rank, player, score in rows.values_list("rank", "player_id", "score")
+# --------------------------------------------------------------------------- scripts: calls and replies
+def _entries(flat: list[Any], view: BoardView) -> list[Entry]:
+    """Flat script replies (member, points, rank, name, ...) as entries."""
+    return [
+        {
+            "rank": int(flat[i + 2]),
+            "player_id": flat[i],
+            "display_name": flat[i + 3],
+            "score": view.shown(int(flat[i + 1])),
+        }
+        for i in range(0, len(flat), 4)
     ]
-    missing = [e["player_id"] for e in entries]
-    names = dict(
-        Player.objects.filter(game=view.game, player_id__in=missing, display_name__isnull=False).values_list(
-            "player_id", "display_name"
-        )
-    )
-    for e in entries:
-        e["display_name"] = names.get(e["player_id"])
-    return entries
 
 
-def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[dict[str, Any]]:
-    """The top n; cached for BOARD_TOP_CACHE_S unless `cached` is False (the live publisher)."""
-    if view.frozen:
-        return _frozen_entries(view, view.standings().order_by("position")[:n])
+def top_call(view: BoardView, n: int, known_version: str) -> Call:
+    ref = view.ref
+    script_keys = [*view.keys(), ref.version_key, keys.names_version_key(view.game.slug)]
+    return script_keys, [n, view.codec.time_span, view.game.tie_rule, known_version]
 
-    def load() -> list[dict[str, Any]]:
-        flat = lua_script(_TOP)(keys=view.keys(), args=[n, view.codec.time_span, view.game.tie_rule], client=client())
-        entries = _entries(flat[1:], view)
-        _fill_names(view.game, entries)
-        return entries
 
-    if not cached:
-        return load()
-    # One GET per read: a correction (a hidden, deleted or revoked player) must show at once in
-    # every web process, not when the cached answer expires.
-    generation = str(client().get(keys.generation_key(view.game.slug)) or "0")
-    return top_cache.get((view.ref.key, n, generation), load)
+def top_parse(view: BoardView, reply: list[Any]) -> tuple[str, list[Entry] | None]:
+    """(version, entries), entries None when the caller's copy is current."""
+    if len(reply) == 1:
+        return str(reply[0]), None
+    return str(reply[0]), _entries(reply[2:], view)
+
+
+def player_call(view: BoardView, player_id: str) -> Call:
+    return view.keys(), [player_id, view.codec.time_span, view.game.tie_rule, EXACT_RANKS, DISTRIBUTION_BUCKETS]
 
 
 @dataclass(frozen=True)
@@ -359,49 +226,220 @@ class Standing:
         return self.approximate[1] if self.approximate is not None else 0.0
 
 
-def _display_name(game: Game, player_id: str) -> str | None:
-    return Player.objects.filter(game=game, player_id=player_id).values_list("display_name", flat=True).first()
+def player_parse(view: BoardView, player_id: str, reply: list[Any]) -> Standing | None:
+    if not reply:
+        return None
+    points, rank, total, lower, name, below, own = reply
+    total = int(total)
+    approximate = None
+    if int(below) >= 0:  # from the equi-depth histogram: the buckets wholly below, the own bucket's share
+        approximate = ((int(below) * 1000 // total) / 10, -(-int(own) * 1000 // total) / 10)
+    return Standing(player_id, name, view.shown(int(points)), int(rank), total, int(lower), approximate)
+
+
+def around_call(view: BoardView, player_id: str, r: int) -> Call:
+    return view.keys(), [player_id, r, view.codec.time_span, view.game.tie_rule]
+
+
+def around_parse(view: BoardView, reply: list[Any]) -> list[Entry] | None:
+    return _entries(reply[1:], view) if reply else None
+
+
+def friends_call(view: BoardView, player_id: str) -> Call:
+    script_keys = [*view.keys(), keys.friends_key(view.game.slug, player_id)]
+    return script_keys, [player_id, view.codec.time_span, view.game.tie_rule, MAX_FRIENDS]
+
+
+def friends_parse(view: BoardView, reply: list[Any]) -> list[Entry]:
+    """The members on the board in display order, ranked among themselves (`rank`) and on the
+    whole board (`board_rank`)."""
+    found = [(reply[i], int(reply[i + 1]), int(reply[i + 2]), reply[i + 3]) for i in range(0, len(reply), 4)]
+    ranks = ranks_for([points for _, points, _, _ in found], view.game.tie_rule)
+    return [
+        {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": name, "score": view.shown(points)}
+        for (m, points, board_rank, name), rank in zip(found, ranks, strict=True)
+    ]
+
+
+def distribution_call(view: BoardView, known_version: str) -> Call:
+    ref = view.ref
+    return [ref.key, ref.version_key], [view.codec.time_span, DISTRIBUTION_BUCKETS, known_version]
+
+
+def distribution_parse(view: BoardView, reply: list[Any]) -> tuple[str, dict[str, Any] | None]:
+    """(version, the distribution), None when the caller's copy is current."""
+    if len(reply) == 1:
+        return str(reply[0]), None
+    total = int(reply[1])
+    buckets = [
+        {"min_score": int(reply[i]), "max_score": int(reply[i + 1]), "players": int(reply[i + 2])}
+        for i in range(2, len(reply), 3)
+    ]
+    if view.game.ascending:  # stored inverted: turn the buckets back into values, ascending
+        buckets = [
+            {"min_score": view.shown(b["max_score"]), "max_score": view.shown(b["min_score"]), "players": b["players"]}
+            for b in reversed(buckets)
+        ]
+    return str(reply[0]), {"buckets": buckets, "total": total}
+
+
+# --------------------------------------------------------------------------- the version-keyed caches
+@dataclass
+class Cached:
+    """An answer at a board version, with its rendered bytes once someone rendered it."""
+
+    version: str
+    value: Any
+    body: bytes | None = None
+
+
+class _Flight:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: Cached | None = None
+        self.error: BaseException | None = None
+        self.waiters = 0
+
+
+class VersionedCache:
+    """This process's copies of answers (top N, distribution), each under the board version it was
+    read at. The caller always asks Redis whether its copy is current (the scripts take the version
+    and answer "unchanged"), so a copy is never served after the board changed. Bounded: at most
+    `maxsize` answers, least recently used first out. While nothing is cached for a key, one reader
+    loads it and the others wait for that answer (single-flight)."""
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+        self._entries: dict[Any, Cached] = {}
+        self._inflight: dict[Any, _Flight] = {}
+
+    def peek(self, key: Any) -> Cached | None:
+        return self._entries.get(key)
+
+    def put(self, key: Any, value: Cached) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = value
+            while len(self._entries) > self._maxsize:
+                self._entries.pop(next(iter(self._entries)))
+
+    def get(self, key: Any, load: Callable[[Cached | None], Cached]) -> Cached:
+        """The answer for `key`: `load(held)` asks Redis (with the held copy's version) and returns
+        the held copy or a new one. Cold keys load once however many ask at the same time."""
+        with self._lock:
+            held = self._entries.get(key)
+            leader = False
+            flight = None
+            if held is None:
+                flight = self._inflight.get(key)
+                if flight is None:
+                    flight = self._inflight[key] = _Flight()
+                    leader = True
+                else:
+                    flight.waiters += 1
+        if held is not None:
+            found = load(held)
+            if found is not held:
+                self.put(key, found)
+            return found
+        assert flight is not None
+        if not leader:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            assert flight.value is not None
+            return flight.value
+        try:
+            flight.value = load(None)
+            self.put(key, flight.value)
+            return flight.value
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+            flight.done.set()
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._inflight)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+top_cache = VersionedCache()
+distribution_cache = VersionedCache(maxsize=256)
+
+
+# --------------------------------------------------------------------------- reads (sync: the Django path)
+def _run(script: str, call: Call) -> Any:
+    script_keys, args = call
+    return lua_script(script)(keys=script_keys, args=args, client=client())
+
+
+def board_top_cached(*, view: BoardView, n: int) -> Cached:
+    """The top n of a live board, as a version-keyed cached answer."""
+
+    def load(held: Cached | None) -> Cached:
+        version, entries = top_parse(view, _run(TOP_SCRIPT, top_call(view, n, held.version if held else "")))
+        if entries is None and held is not None:
+            return held
+        return Cached(version=version, value=entries or [])
+
+    return top_cache.get((view.ref.key, n), load)
+
+
+def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[Entry]:
+    """The top n (the live publisher reads it uncached)."""
+    if view.frozen:
+        return _frozen_entries(view, view.standings().order_by("position")[:n])
+    if not cached:
+        _, entries = top_parse(view, _run(TOP_SCRIPT, top_call(view, n, "")))
+        return entries or []
+    value: list[Entry] = board_top_cached(view=view, n=n).value
+    return value
 
 
 def board_player(*, view: BoardView, player_id: str) -> Standing | None:
     if view.frozen:
-        row = view.standings().filter(player_id=player_id).values_list("rank", "score").first()
-        if row is None:
-            return None
-        rank, score = row
-        standings = view.standings()
-        worse = standings.filter(score__gt=score) if view.game.ascending else standings.filter(score__lt=score)
-        return Standing(player_id, _display_name(view.game, player_id), score, rank, standings.count(), worse.count())
-    reply = lua_script(_PLAYER)(
-        keys=view.keys(), args=[player_id, view.codec.time_span, view.game.tie_rule], client=client()
-    )
-    if not reply:
-        return None
-    points, rank, total, lower, name = reply
-    if name is None:
-        name = _display_name(view.game, player_id)
-    approximate = percentile_from_histogram(view, int(points)) if int(rank) > EXACT_RANKS else None
-    return Standing(player_id, name, view.shown(int(points)), int(rank), int(total), int(lower), approximate)
+        return _frozen_standing(view, player_id)
+    return player_parse(view, player_id, _run(PLAYER_SCRIPT, player_call(view, player_id)))
 
 
-def board_around(*, view: BoardView, player_id: str, r: int) -> list[dict[str, Any]] | None:
+def board_around(*, view: BoardView, player_id: str, r: int) -> list[Entry] | None:
     if view.frozen:
-        position = view.standings().filter(player_id=player_id).values_list("position", flat=True).first()
-        if position is None:
-            return None
-        total = view.standings().count()
-        width = 2 * r + 1
-        start = max(0, min(position - r, total - width))
-        rows = view.standings().filter(position__gte=start, position__lt=start + width).order_by("position")
-        return _frozen_entries(view, rows)
-    flat = lua_script(_AROUND)(
-        keys=view.keys(), args=[player_id, r, view.codec.time_span, view.game.tie_rule], client=client()
-    )
-    if not flat:
-        return None
-    entries = _entries(flat[1:], view)
-    _fill_names(view.game, entries)
-    return entries
+        return _frozen_around(view, player_id, r)
+    return around_parse(view, _run(AROUND_SCRIPT, around_call(view, player_id, r)))
+
+
+def board_friends(*, view: BoardView, player_id: str) -> list[Entry]:
+    """The player and their confirmed friends with a score on the board, ranked among themselves
+    (`rank`, by the tie rule) and on the whole board (`board_rank`). One script."""
+    if view.frozen:
+        return _frozen_friends(view, player_id)
+    return friends_parse(view, _run(FRIENDS_SCRIPT, friends_call(view, player_id)))
+
+
+def board_distribution(*, view: BoardView) -> dict[str, Any]:
+    """The equi-depth histogram used for percentiles and the chart (up to 100 buckets, bounds
+    inclusive, ascending, disjoint: equal scores always share a bucket), at the board's current
+    version."""
+    if view.frozen:
+        return _distribution_frozen(view)
+
+    def load(held: Cached | None) -> Cached:
+        version, value = distribution_parse(
+            view, _run(DISTRIBUTION_SCRIPT, distribution_call(view, held.version if held else ""))
+        )
+        if value is None and held is not None:
+            return held
+        return Cached(version=version, value=value or {"buckets": [], "total": 0})
+
+    found: dict[str, Any] = distribution_cache.get(view.ref.key, load).value
+    return found
 
 
 def board_ranks(*, view: BoardView, members: list[tuple[str, int]]) -> list[int]:
@@ -430,41 +468,58 @@ def board_ranks(*, view: BoardView, members: list[tuple[str, int]]) -> list[int]
     return ranks
 
 
-def friends_of(*, game: Game, player_id: str) -> list[str]:
-    """A player's confirmed friends (at most MAX_FRIENDS), sorted."""
-    pairs = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
-    friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
-    return sorted(friends)
-
-
-def board_friends(*, view: BoardView, player_id: str) -> list[dict[str, Any]]:
-    """The player and their confirmed friends with a score on the board, ranked among themselves
-    (`rank`, by the tie rule) and on the whole board (`board_rank`). One ZMSCORE."""
-    members = [player_id, *friends_of(game=view.game, player_id=player_id)]
-    entries: list[dict[str, Any]]
-    if view.frozen:
-        rows = view.standings().filter(player_id__in=members).order_by("position")
-        found = [(p, s, r) for p, s, r in rows.values_list("player_id", "score", "rank")]
-        ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
-        entries = [
-            {"rank": rank, "board_rank": board_rank, "player_id": p, "display_name": None, "score": s}
-            for (p, s, board_rank), rank in zip(found, ranks, strict=True)
-        ]
-    else:
-        scores = client().zmscore(view.ref.key, members)
-        present = sorted(
-            ((m, int(s)) for m, s in zip(members, scores, strict=True) if s is not None), key=lambda x: (-x[1], x[0])
+# --------------------------------------------------------------------------- frozen seasons (PostgreSQL)
+def _names(game: Game, player_ids: list[str]) -> dict[str, str | None]:
+    return dict(
+        Player.objects.filter(game_id=game.id, player_id__in=player_ids, display_name__isnull=False).values_list(
+            "player_id", "display_name"
         )
-        codec = view.codec
-        points = [codec.points(s) for _, s in present]
-        ranks = ranks_for(points, view.game.tie_rule)
-        on_board = board_ranks(view=view, members=present)
-        entries = [
-            {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": None, "score": view.shown(p)}
-            for (m, _), p, rank, board_rank in zip(present, points, ranks, on_board, strict=True)
-        ]
-    _fill_names(view.game, entries)
+    )
+
+
+def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[Entry]:
+    entries: list[Entry] = [
+        {"rank": rank, "player_id": player, "display_name": None, "score": score}
+        for rank, player, score in rows.values_list("rank", "player_id", "score")
+    ]
+    names = _names(view.game, [e["player_id"] for e in entries])
+    for e in entries:
+        e["display_name"] = names.get(e["player_id"])
     return entries
+
+
+def _frozen_standing(view: BoardView, player_id: str) -> Standing | None:
+    row = view.standings().filter(player_id=player_id).values_list("rank", "score").first()
+    if row is None:
+        return None
+    rank, score = row
+    standings = view.standings()
+    worse = standings.filter(score__gt=score) if view.game.ascending else standings.filter(score__lt=score)
+    name = _names(view.game, [player_id]).get(player_id)
+    return Standing(player_id, name, score, rank, standings.count(), worse.count())
+
+
+def _frozen_around(view: BoardView, player_id: str, r: int) -> list[Entry] | None:
+    position = view.standings().filter(player_id=player_id).values_list("position", flat=True).first()
+    if position is None:
+        return None
+    total = view.standings().count()
+    width = 2 * r + 1
+    start = max(0, min(position - r, total - width))
+    rows = view.standings().filter(position__gte=start, position__lt=start + width).order_by("position")
+    return _frozen_entries(view, rows)
+
+
+def _frozen_friends(view: BoardView, player_id: str) -> list[Entry]:
+    members = [player_id, *friends_of(game=view.game, player_id=player_id)]
+    rows = view.standings().filter(player_id__in=members).order_by("position")
+    found = [(p, s, r) for p, s, r in rows.values_list("player_id", "score", "rank")]
+    ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
+    names = _names(view.game, [p for p, _, _ in found])
+    return [
+        {"rank": rank, "board_rank": board_rank, "player_id": p, "display_name": names.get(p), "score": s}
+        for (p, s, board_rank), rank in zip(found, ranks, strict=True)
+    ]
 
 
 def frozen_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:
@@ -473,100 +528,9 @@ def frozen_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | Non
     return (int(row[0]), int(row[1])) if row else None
 
 
-def hidden_players_sql(*, game_id: int) -> tuple[str, tuple[Any, ...]]:
-    """SQL (and its parameters) selecting the ids of the game's hidden and deleted players, for
-    queries that leave them out (they are on no public board)."""
-    hidden = Player.objects.filter(game_id=game_id).filter(Q(hidden=True) | Q(deleted_at__isnull=False))
-    return hidden.values("player_id").query.sql_with_params()
-
-
-def player_hidden(*, game: Game, player_id: str) -> bool:
-    return Player.objects.filter(game=game, player_id=player_id, hidden=True).exists()
-
-
-def game_regions(*, season: Season | None) -> list[str]:
-    """`global`, then every region a player of the season counts in."""
-    regions = [GLOBAL]
-    if season is not None:
-        regions += sorted(SeasonRegion.objects.filter(season=season).values_list("region", flat=True).distinct())
-    return regions
-
-
-DISTRIBUTION_BUCKETS = 100
-HISTOGRAM_MAX_AGE_S = 60
-EXACT_RANKS = 10_000
-
-
-def board_distribution(*, view: BoardView) -> dict[str, Any]:
-    """The equi-depth histogram used for percentiles and the chart (up to 100 buckets, bounds
-    inclusive, ascending, disjoint: equal scores always share a bucket). Kept in Redis for at most
-    a minute (and refreshed by beat for boards that changed), so recomputed at least once a minute."""
-    if view.frozen:
-        return _distribution_frozen(view)
-    buckets, total = histogram(view)
-    shown = [{"min_score": lo, "max_score": hi, "players": n} for lo, hi, n in buckets]
-    if view.game.ascending:  # stored inverted: turn the buckets back into values, ascending
-        shown = [
-            {"min_score": view.shown(b["max_score"]), "max_score": view.shown(b["min_score"]), "players": b["players"]}
-            for b in reversed(shown)
-        ]
-    return {"buckets": shown, "total": total}
-
-
 def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
     lows = sorted(set(lows))
     return [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else top) for i, low in enumerate(lows)]
-
-
-Histogram = tuple[list[tuple[int, int, int]], int]
-
-
-def histogram(view: BoardView, *, refresh: bool = False) -> Histogram:
-    """(buckets of stored points (low, high, players), total), from Django's cache when it was
-    computed less than a minute ago for the board's current correction generation."""
-    generation = str(client().get(keys.generation_key(view.game.slug)) or "0")
-    key = keys.histogram_cache_key(view.ref.key, generation)
-    if not refresh:
-        cached: Histogram | None = cache.get(key)
-        if cached is not None:
-            return cached
-    found = _histogram_compute(view)
-    cache.set(key, found, timeout=HISTOGRAM_MAX_AGE_S)
-    return found
-
-
-def _histogram_compute(view: BoardView) -> tuple[list[tuple[int, int, int]], int]:
-    redis = client()
-    key, codec = view.ref.key, view.codec
-    total = int(redis.zcard(key))
-    if total == 0:
-        return [], 0
-    count = min(DISTRIBUTION_BUCKETS, total)
-    pipe = redis.pipeline(transaction=False)
-    for i in range(count):
-        position = i * total // count
-        pipe.zrange(key, position, position, withscores=True)
-    pipe.zrange(key, -1, -1, withscores=True)
-    replies = pipe.execute()
-    lows = [codec.points(reply[0][1]) for reply in replies[:-1] if reply]
-    top = codec.points(replies[-1][0][1]) if replies[-1] else max(lows)
-    bounds = _bucket_bounds(lows, top)
-    pipe = redis.pipeline(transaction=False)
-    for low, high in bounds:
-        pipe.zcount(key, codec.min_score_for_points(low), codec.min_score_for_points(high + 1) - 1)
-    counts = pipe.execute()
-    return [(low, high, int(n)) for (low, high), n in zip(bounds, counts, strict=True)], total
-
-
-def percentile_from_histogram(view: BoardView, stored_points: int) -> tuple[float, float]:
-    """(percentile, error bound in percentage points) read from the histogram: players in buckets
-    wholly below, and the share of the player's own bucket as the bound."""
-    buckets, total = histogram(view)
-    if total == 0:
-        return 0.0, 0.0
-    below = sum(n for _, high, n in buckets if high < stored_points)
-    own = next((n for low, high, n in buckets if low <= stored_points <= high), 0)
-    return (below * 1000 // total) / 10, -(-own * 1000 // total) / 10
 
 
 def _distribution_frozen(view: BoardView) -> dict[str, Any]:
@@ -583,8 +547,87 @@ def _distribution_frozen(view: BoardView) -> dict[str, Any]:
     return {"buckets": buckets, "total": total}
 
 
+# --------------------------------------------------------------------------- players, games (PostgreSQL)
+def friends_of(*, game: Game, player_id: str) -> list[str]:
+    """A player's confirmed friends (at most MAX_FRIENDS), sorted: from the friendships table."""
+    pairs = Friendship.objects.filter(game_id=game.id).filter(Q(player_a=player_id) | Q(player_b=player_id))
+    friends = [b if a == player_id else a for a, b in pairs.values_list("player_a", "player_b")[:MAX_FRIENDS]]
+    return sorted(friends)
+
+
+def hidden_players_sql(*, game_id: int) -> tuple[str, tuple[Any, ...]]:
+    """SQL (and its parameters) selecting the ids of the game's hidden and deleted players, for
+    queries that leave them out (they are on no public board)."""
+    hidden = Player.objects.filter(game_id=game_id).filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+    return hidden.values("player_id").query.sql_with_params()
+
+
+def player_hidden(*, game: Game, player_id: str) -> bool:
+    return Player.objects.filter(game_id=game.id, player_id=player_id, hidden=True).exists()
+
+
+def game_regions(*, season: Season | None) -> list[str]:
+    """`global`, then every region a player of the season counts in."""
+    regions = [GLOBAL]
+    if season is not None:
+        regions += sorted(SeasonRegion.objects.filter(season_id=season.id).values_list("region", flat=True).distinct())
+    return regions
+
+
 def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str, str]:
     """The region each of these players counts in for the season (those who have one)."""
     return dict(
-        SeasonRegion.objects.filter(season=season, player_id__in=list(player_ids)).values_list("player_id", "region")
+        SeasonRegion.objects.filter(season_id=season.id, player_id__in=list(player_ids)).values_list(
+            "player_id", "region"
+        )
     )
+
+
+@dataclass(frozen=True)
+class GameDetail:
+    game: Game
+    boards: list[str]
+    regions: list[str]
+    current: Season | None
+
+    @property
+    def current_id(self) -> int | None:
+        return self.current.id if self.current is not None else None
+
+
+def game_detail(*, slug: str, now: datetime) -> GameDetail | None:
+    """A game's name, tie rule, boards, the regions of its current season and that season."""
+    catalog = catalog_get(slug=slug)
+    if catalog.game is None:
+        return None
+    current = season_current(game=catalog.game, now=now, seasons=catalog.seasons, pointer_id=catalog.pointer_id)
+    return GameDetail(
+        game=catalog.game, boards=list(BOARD_NAMES), regions=game_regions(season=current), current=current
+    )
+
+
+@dataclass(frozen=True)
+class SeasonRow:
+    id: int
+    name: str
+    starts_at: datetime
+    ends_at: datetime
+    grace_s: int
+    status: str
+
+
+@dataclass(frozen=True)
+class SeasonListing:
+    current_id: int | None
+    seasons: list[SeasonRow] = field(default_factory=list)
+
+
+def game_seasons(*, slug: str, now: datetime) -> SeasonListing | None:
+    """A game's seasons, newest first, each with its status at `now`, and the current one: from
+    the same catalog as the board reads, so the two never disagree about the current season."""
+    catalog = catalog_get(slug=slug)
+    if catalog.game is None:
+        return None
+    current = season_current(game=catalog.game, now=now, seasons=catalog.seasons, pointer_id=catalog.pointer_id)
+    rows = [SeasonRow(s.id, s.name, s.starts_at, s.ends_at, s.grace_s, str(s.status_at(now))) for s in catalog.seasons]
+    return SeasonListing(current_id=current.id if current is not None else None, seasons=rows)

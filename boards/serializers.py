@@ -71,8 +71,12 @@ class SeasonsSerializer(serializers.Serializer):
     seasons = SeasonSerializer(many=True)
 
 
-class FriendEntrySerializer(EntrySerializer):
-    board_rank = serializers.IntegerField()
+class FriendEntrySerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="Among the player and their friends, by the tie rule.")
+    board_rank = serializers.IntegerField(help_text="On the whole board.")
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    score = serializers.IntegerField()
 
 
 class FriendsSerializer(serializers.Serializer):

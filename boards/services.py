@@ -119,16 +119,19 @@ def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> 
 
 
 def friendship_add(*, game: Game, player_id: str, friend_id: str) -> None:
-    """A confirmed, mutual friendship (idempotent). The caller is the studio's signed backend."""
+    """A confirmed, mutual friendship (idempotent). The caller is the studio's signed backend.
+    The friends sets in Redis (read by the friends board) follow the row at once."""
     if player_id == friend_id:
         raise ValueError("a player cannot befriend themselves")
     a, b = sorted([player_id, friend_id])
     Friendship.objects.get_or_create(game=game, player_a=a, player_b=b)
+    writer.friends_store(game=game.slug, player_id=a, friend_id=b, together=True)
 
 
 def friendship_remove(*, game: Game, player_id: str, friend_id: str) -> None:
     a, b = sorted([player_id, friend_id])
     Friendship.objects.filter(game=game, player_a=a, player_b=b).delete()
+    writer.friends_store(game=game.slug, player_id=a, friend_id=b, together=False)
 
 
 def player_lock(*, game: Game, player_id: str) -> Player | None:
@@ -176,10 +179,13 @@ def player_tombstone(*, game: Game, player_id: str, now: datetime) -> None:
 
 
 def player_forget(*, game: Game, player_id: str, pseudonym: str, now: datetime) -> None:
-    """The rest of a deletion: derived rows dropped (season regions, friendships), the pseudonym
-    the ledger's rows moved to registered hidden, the name gone from the index."""
+    """The rest of a deletion: derived rows dropped (season regions, friendships and the friends
+    sets), the pseudonym the ledger's rows moved to registered hidden."""
     SeasonRegion.objects.filter(season__game=game, player_id=player_id).delete()
-    Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id)).delete()
+    friendships = Friendship.objects.filter(game=game).filter(Q(player_a=player_id) | Q(player_b=player_id))
+    friends = [b if a == player_id else a for a, b in friendships.values_list("player_a", "player_b")]
+    friendships.delete()
+    writer.friends_forget(game=game.slug, player_id=player_id, friend_ids=friends)
     Player.objects.get_or_create(game=game, player_id=pseudonym, defaults={"hidden": True, "deleted_at": now})
 
 

@@ -20,7 +20,7 @@ from seasons.models import Game
 
 from . import keys
 from .codec import ScoreCodec
-from .models import Player
+from .models import Friendship, Player
 from .tally import BoardScores
 
 PAUSE_TTL_S = 120
@@ -146,6 +146,23 @@ def names_rebuild(*, game: Game) -> None:
             batch = {}
     if batch:
         redis.hset(keys.names_key(game.slug), mapping=batch)  # type: ignore[arg-type]
+    redis.incr(keys.names_version_key(game.slug))
+
+
+def friends_rebuild(*, game: Game) -> None:
+    """Every player's friends set from the friendships table into Redis (stale sets go)."""
+    redis = client()
+    sets: dict[str, set[str]] = {}
+    for a, b in Friendship.objects.filter(game=game).values_list("player_a", "player_b").iterator(chunk_size=10_000):
+        sets.setdefault(a, set()).add(b)
+        sets.setdefault(b, set()).add(a)
+    stale = [str(k) for k in redis.scan_iter(match=keys.friends_key(game.slug, "*"), count=1000)]
+    pipe = redis.pipeline(transaction=False)
+    if stale:
+        pipe.delete(*stale)
+    for player_id, friends in sets.items():
+        pipe.sadd(keys.friends_key(game.slug, player_id), *friends)
+    pipe.execute()
 
 
 def hidden_rebuild(*, game: Game) -> None:

@@ -1,4 +1,4 @@
-"""Beat tasks of the boards: live pushes, score histograms, archiving frozen seasons' keys."""
+"""Beat tasks of the boards: live pushes, archiving frozen seasons' keys."""
 
 import logging
 
@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from seasons.selectors import seasons_to_archive
 
-from .events import histograms_refresh, publish_live
+from .events import publish_live
 from .standings import season_archive
 
 logger = logging.getLogger(__name__)
@@ -17,11 +17,6 @@ logger = logging.getLogger(__name__)
 @shared_task(name="boards.publish_live", ignore_result=True, expires=5)
 def publish_live_task() -> int:
     return publish_live()
-
-
-@shared_task(name="boards.histograms", ignore_result=True, expires=120)
-def histograms_task() -> int:
-    return histograms_refresh()
 
 
 @shared_task(name="boards.seasons_archive", acks_late=True, ignore_result=True)

@@ -11,6 +11,8 @@ from common.ratelimit import buckets_spend, retry_after_s
 
 from .keys import reader_bucket_key
 
+THROTTLE_SPENT = "leaderboard.read_token_spent"  # scope flag: the fast path spent this read's token
+
 
 def reader_throttle(*, address: str, now: datetime) -> int | None:
     """Spend one token of the address's bucket: None if allowed, else Retry-After seconds."""

@@ -1,7 +1,9 @@
 """Player-facing pages: the list of games and a game's board.
 
-The server names the board kinds, their labels, the periods before and after the one shown and
-the regions, as links; the page's script only loads the rows and keeps them live.
+The board page arrives rendered: the top 100 rows and, with `?player=`, that player's standing,
+the players around them and their friends, plus the navigation (board kinds, the periods before
+and after the one shown, the regions) as links. It reads without JavaScript; the page's script
+takes over from the same data and keeps it live.
 """
 
 from urllib.parse import urlencode
@@ -49,6 +51,13 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
         {"name": k.name, "label": k.label, "href": _href(board=k.name, region=region, player=player)}
         for k in KINDS.values()
     ]
+    entries = selectors.board_top(view=view, n=100)
+    me = around = friends = None
+    if player:
+        me = selectors.board_player(view=view, player_id=player)
+        if me is not None:
+            around = selectors.board_around(view=view, player_id=player, r=5)
+            friends = selectors.board_friends(view=view, player_id=player)
     periods = None
     if kind.period is not None and view.period is not None:
         step = kind.period.shift
@@ -64,6 +73,9 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
         "period": view.period,
         "periodic": kind.periodic,
         "player": player or "",
+        "season": view.season.id,
+        "tie_rule": view.game.tie_rule,
+        "entries": entries,
     }
     return render(
         request,
@@ -75,5 +87,10 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
             "periods": periods,
             "regions": selectors.game_regions(season=view.season),
             "page": page,
+            "entries": entries,
+            "me": me,
+            "me_top": max(0.1, 100 - me.percentile) if me is not None else None,
+            "around": around,
+            "friends": friends if friends and len(friends) > 1 else None,
         },
     )

@@ -112,6 +112,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
             script_keys: list[str] = [keys.pause_key(game.slug), keys.hidden_key(game.slug)] + [b.key for b in boards]
             if dense:
                 script_keys += [b.distinct_key for b in boards]
+            script_keys += [b.version_key for b in boards]
             dedup_index: dict[str, int] = {}
             args: list[Any] = [codec.time_span, codec.max_points, len(sums), len(bests), int(dense), dedup_ttl_s]
             args += [ttl_s(b.board) for b in boards]
@@ -149,13 +150,11 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
 
 
 def boards_touched(board_keys: Iterable[str]) -> None:
-    """Tell the live publisher and the histogram job that these boards changed."""
+    """Tell the live publisher (events.py) that these boards changed: one push per board per
+    second at most."""
     touched = list(board_keys)
-    if touched:  # for the live publisher (events.py): one push per board per second at most
-        pipe = client().pipeline(transaction=False)
-        pipe.sadd(keys.dirty_key(), *touched)
-        pipe.sadd(keys.histogram_dirty_key(), *touched)
-        pipe.execute()
+    if touched:
+        client().sadd(keys.dirty_key(), *touched)
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,12 @@ def player_scores_write(
     codec = ScoreCodec(season.time_bits)
     dense = game.tie_rule == TieRule.DENSE
     board_keys = [w.key for w in writes]
-    script_keys = [keys.pause_key(game.slug), *board_keys, *(keys.distinct_key(k) for k in board_keys)]
+    script_keys = [
+        keys.pause_key(game.slug),
+        *board_keys,
+        *(keys.distinct_key(k) for k in board_keys),
+        *(keys.version_key(k) for k in board_keys),
+    ]
     marks: list[int | str] = []
     index: dict[str, int] = {}
     for event_id in included_event_ids:
@@ -206,7 +210,6 @@ def player_scores_write(
     pipe = redis.pipeline(transaction=False)
     if changed:
         pipe.sadd(keys.dirty_key(), *board_keys)
-        pipe.incr(keys.generation_key(game.slug))
     for dkey in index:
         pipe.expire(dkey, dedup_ttl_s)
     pipe.execute()
@@ -235,13 +238,41 @@ def dedup_clear(*, event_ids: list[int]) -> None:
 
 
 def names_store(*, game: str, names: Mapping[str, str]) -> None:
-    """Display names into the game's names hash (read by the board scripts)."""
+    """Display names into the game's names hash (read by the board scripts), and a new names
+    version (cached top-N answers show names)."""
     if names:
-        client().hset(keys.names_key(game), mapping=dict[Any, Any](names))
+        pipe = client().pipeline(transaction=True)
+        pipe.hset(keys.names_key(game), mapping=dict[Any, Any](names))
+        pipe.incr(keys.names_version_key(game))
+        pipe.execute()
 
 
 def name_forget(*, game: str, player_id: str) -> None:
-    client().hdel(keys.names_key(game), player_id)
+    pipe = client().pipeline(transaction=True)
+    pipe.hdel(keys.names_key(game), player_id)
+    pipe.incr(keys.names_version_key(game))
+    pipe.execute()
+
+
+def friends_store(*, game: str, player_id: str, friend_id: str, together: bool) -> None:
+    """A friendship into (or out of) both players' friend sets, read by the friends script."""
+    pipe = client().pipeline(transaction=True)
+    if together:
+        pipe.sadd(keys.friends_key(game, player_id), friend_id)
+        pipe.sadd(keys.friends_key(game, friend_id), player_id)
+    else:
+        pipe.srem(keys.friends_key(game, player_id), friend_id)
+        pipe.srem(keys.friends_key(game, friend_id), player_id)
+    pipe.execute()
+
+
+def friends_forget(*, game: str, player_id: str, friend_ids: list[str]) -> None:
+    """A deleted account's friend set goes, and it leaves every friend's set."""
+    pipe = client().pipeline(transaction=True)
+    pipe.delete(keys.friends_key(game, player_id))
+    for friend_id in friend_ids:
+        pipe.srem(keys.friends_key(game, friend_id), player_id)
+    pipe.execute()
 
 
 def hidden_add(*, game: str, player_ids: list[str]) -> None:

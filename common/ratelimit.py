@@ -2,10 +2,19 @@
 keys and passes its clock)."""
 
 from datetime import datetime
+from typing import Any
 
 from . import redis as lb_redis
 
 _BUCKET = lb_redis.lua_path(__file__, "token_bucket.lua")
+
+
+def bucket_call(
+    *, keys: list[str], wants: list[int], capacity: int, ms_per_token: float, now: datetime
+) -> tuple[str, list[str], list[Any]]:
+    """The bucket script's path, KEYS and ARGV (for a caller that pipelines it with other work)."""
+    ttl_s = int(capacity * ms_per_token / 1000) + 60
+    return _BUCKET, keys, [int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants]
 
 
 def buckets_spend(
@@ -14,12 +23,8 @@ def buckets_spend(
     """Take `wants[i]` tokens from bucket `keys[i]`; per bucket (granted, ms until the next token).
 
     Raises redis.RedisError when Redis is down: each caller decides whether to fail open."""
-    ttl_s = int(capacity * ms_per_token / 1000) + 60
-    reply = lb_redis.lua_script(_BUCKET)(
-        keys=keys,
-        args=[int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants],
-        client=lb_redis.client(),
-    )
+    path, script_keys, args = bucket_call(keys=keys, wants=wants, capacity=capacity, ms_per_token=ms_per_token, now=now)
+    reply = lb_redis.lua_script(path)(keys=script_keys, args=args, client=lb_redis.client())
     return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 
 

@@ -51,11 +51,16 @@ def key_prefix() -> str:
 
 
 @cache
+def lua_source(path: str) -> str:
+    """A script's text. `path` may join several files with `+` (a shared library first, then the
+    script)."""
+    return "\n".join(Path(p).read_text() for p in path.split("+"))
+
+
+@cache
 def lua_script(path: str) -> Script:
-    """A redis-py Script (EVALSHA, reloaded on NOSCRIPT after a Redis restart). `path` may join
-    several files with `+` (a shared library first, then the script)."""
-    parts = [Path(p).read_text() for p in path.split("+")]
-    return client().register_script("\n".join(parts))
+    """A redis-py Script (EVALSHA, reloaded on NOSCRIPT after a Redis restart)."""
+    return client().register_script(lua_source(path))
 
 
 def lua_path(module_file: str, *names: str) -> str:

@@ -5,6 +5,8 @@ No app is imported: the processes are named by their command lines (`celery -A l
 `uvicorn leaderboard_site.asgi:application`), as an operator would start them.
 """
 
+import asyncio
+import json
 import os
 import signal
 import socket
@@ -16,9 +18,14 @@ import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.db import connection
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, connection
+from django.http import HttpResponse
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,3 +153,56 @@ def run_together(target: Callable[[int], None], threads: int) -> None:
         thread.start()
     for thread in started:
         thread.join()
+
+
+def asgi_request(
+    app: Any, path: str, query: str = "", *, client: tuple[str, int] = ("127.0.0.1", 50000)
+) -> HttpResponse:
+    """GET `path?query` through an ASGI application, in this thread's test transaction, as a
+    Django test response (`.status_code`, `.content`, `.json()`, headers)."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": unquote(path),
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(b"host", b"testserver")],
+        "client": client,
+        "server": ("testserver", 80),
+    }
+    sent: list[dict[str, Any]] = []
+    received: list[bool] = []
+
+    async def receive() -> dict[str, Any]:
+        if not received:
+            received.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected until the answer is sent
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    # As Django's own test clients do: the request does not close the test's connection (its
+    # transaction holds the test's data).
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        async_to_sync(app)(scope, receive, send)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    response = HttpResponse(body, status=start["status"])
+    for name in list(response.headers):
+        del response.headers[name]
+    for name, value in start["headers"]:
+        response.headers[name.decode("latin-1")] = value.decode("latin-1")
+    response.json = lambda: json.loads(body)  # type: ignore[attr-defined]
+    response.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start["headers"]]  # type: ignore[attr-defined]
+    return response

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSockets through each app's routing."""
+"""ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), every other HTTP
+request through Django, WebSockets through each app's routing."""
 
 import gc
 import os
@@ -11,11 +12,12 @@ django_asgi_app = get_asgi_application()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": FastReads(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 
 from boards.standings import standings_store
+from seasons.catalog import catalog_publish
 from seasons.selectors import season_lock, seasons_to_freeze
 from seasons.services import season_mark_frozen
 
@@ -36,6 +37,7 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
         boards = ledger_boards(game=season.game, season_id=season.id).values()
         rows = standings_store(season=season, boards=boards)
         season_mark_frozen(season=season, now=now)
+    catalog_publish(slug=season.game.slug)  # readers switch to the standings
     logger.info("season %s frozen: %d standing rows", season_id, rows)
     return rows
 

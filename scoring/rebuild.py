@@ -23,6 +23,7 @@ from boards.staging import (
     board_stage,
     board_stage_patch,
     boards_swap,
+    friends_rebuild,
     game_paused,
     hidden_rebuild,
     names_rebuild,
@@ -78,6 +79,7 @@ def boards_rebuild(*, game: Game, progress: Progress | None = None, on_total: Pr
     report.members = sum(len(b.scores) for b in boards.values())
     names_rebuild(game=game)
     hidden_rebuild(game=game)
+    friends_rebuild(game=game)
 
     # Phase 2: paused; recompute who moved, mark the unapplied as applied, swap.
     with game_paused(game.slug, "rebuild"):

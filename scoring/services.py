@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
+import redis
 from django.db import transaction
 from django.utils import timezone
 
@@ -124,8 +125,8 @@ def matches_submit(
     Locks: season totals and player rows in player id order; the unique (game, match_id)
     submission rows last, in match id order, so a concurrent copy of a match waits for the first
     to commit, then rolls back and replays it (the whole list is answered again, up to
-    CLAIM_ATTEMPTS times). Side effects on commit: the apply task for accepted events, new
-    display names in Redis.
+    CLAIM_ATTEMPTS times). Side effects after the transaction: the apply task for accepted events
+    (on commit), new display names in Redis.
     """
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
@@ -176,9 +177,11 @@ def _submit_once(
         pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season))
 
     if pending:
-        accepted_ids = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
+        accepted_ids, new_names = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
         if accepted_ids:
             transaction.on_commit(lambda: enqueue_apply(accepted_ids), robust=True)
+        if new_names:  # after the transaction: readers find the name with the player's first result
+            _names_store(game=game, names=new_names)
 
     for i, match in valid:
         if outcomes[i] is None:  # a repeat of a match id earlier in the same batch
@@ -195,7 +198,7 @@ def _submit_once(
 @transaction.atomic
 def _store(
     *, game: Game, key: ServerKey, pending: list[_Pending], outcomes: list[MatchOutcome | None], now: datetime
-) -> list[int]:
+) -> tuple[list[int], dict[str, str]]:
     # 1. Judge every result of the batch at once (the anti-cheat seam).
     verdicts = iter(
         results_judge(
@@ -274,9 +277,10 @@ def _store(
     overflowed = _season_totals_add(pending, event_ids)
     if overflowed:
         _mark_overflow(game=game, pending=pending, overflowed=overflowed, outcomes=outcomes)
-    if new_names:
-        transaction.on_commit(lambda: names_store(game=game.slug, names=new_names), robust=True)
-    return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed]
+    accepted = [
+        event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed
+    ]
+    return accepted, new_names
 
 
 class EventInsert(NamedTuple):
@@ -316,6 +320,15 @@ EVENT_TYPES = {
     "extra_boards": "jsonb",
     "requested_region": "text",
 }
+
+
+def _names_store(*, game: Game, names: dict[str, str]) -> None:
+    """New display names into the board index. The results are stored already: a Redis that fails
+    here costs the names until the next rebuild, never the answer."""
+    try:
+        names_store(game=game.slug, names=names)
+    except redis.RedisError as exc:
+        logger.warning("display names of %d players not written to Redis: %s", len(names), exc)
 
 
 def _result_answer(player_id: str, verdict: Verdict) -> dict[str, str]:

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from common.admin_mixins import ReadOnlyAdminMixin
 
+from .catalog import catalog_publish_on_commit
 from .models import Game, Season, SeasonPointer, SeasonPointerChange
 from .services import pointer_rollback, pointer_set, season_end, time_bits_for_window
 
@@ -80,6 +81,10 @@ class GameAdmin(admin.ModelAdmin):
     inlines = [SeasonInline]
     actions = ["end_current_season"]
 
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        catalog_publish_on_commit(slug=obj.slug)  # readers see a new name at once
+
     def get_readonly_fields(self, request, obj=None):
         # Changing the slug or tie rule of a live game would orphan or misrank its boards.
         return ("slug", "tie_rule", "ascending") if obj else ()
@@ -112,6 +117,7 @@ class SeasonAdmin(admin.ModelAdmin):
             obj.time_bits = time_bits_for_window(window_s)
             obj.starts_at = obj.starts_at.replace(microsecond=0)
         super().save_model(request, obj, form, change)
+        catalog_publish_on_commit(slug=obj.game.slug)
 
 
 @admin.register(SeasonPointer)

@@ -1,8 +1,7 @@
-"""Reads for games and seasons: which season a result or a reader means."""
+"""Reads for games and seasons: which season a result or a reader means. (The read path takes
+its games and seasons from the catalog in Redis: catalog.py.)"""
 
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .models import Game, Season, SeasonPointer
@@ -14,39 +13,6 @@ def game_get(*, slug: str) -> Game | None:
 
 def games_all() -> list[Game]:
     return list(Game.objects.all())
-
-
-@dataclass(frozen=True)
-class Catalog:
-    game: Game | None
-    seasons: list[Season]
-    pointer_id: int | None
-
-
-_catalog: dict[str, tuple[float, Catalog]] = {}
-
-
-def game_catalog(*, slug: str, max_age_s: float = 2.0) -> Catalog:
-    """A game, its seasons and its season pointer for the read path, cached in-process for
-    `max_age_s` (a pointer switch reaches every reader within that).
-
-    Reads ask for these on every request; three queries would cost more than the Redis read they
-    serve. Writes never use this: a season frozen a moment ago must refuse results at once.
-    """
-    now = time.monotonic()
-    hit = _catalog.get(slug)
-    if hit is not None and hit[0] > now:
-        return hit[1]
-    game = game_get(slug=slug)
-    seasons = seasons_of(game=game) if game is not None else []
-    pointer = SeasonPointer.objects.filter(game=game).values_list("season_id", flat=True).first() if game else None
-    catalog = Catalog(game=game, seasons=seasons, pointer_id=pointer)
-    _catalog[slug] = (now + max_age_s, catalog)
-    return catalog
-
-
-def catalog_clear() -> None:
-    _catalog.clear()
 
 
 def seasons_of(*, game: Game) -> list[Season]:

@@ -1,6 +1,10 @@
 """Writes for games and seasons: creating them, ending a season, the lifecycle's states and the
 season pointer. Nothing here touches a board: freezing a season's boards happens above this app
-(scoring/freezing.py), on seasons whose grace has ended."""
+(scoring/freezing.py), on seasons whose grace has ended.
+
+Every change publishes the game's catalog for the read path (catalog.py) once its own transaction
+is over; a caller that holds an outer transaction around a change publishes after it commits.
+"""
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -9,6 +13,7 @@ from cronsim import CronSim
 from django.db import transaction
 from django.db.models import Q
 
+from .catalog import catalog_publish
 from .models import Game, Season, SeasonPointer, SeasonPointerChange, TieRule
 
 DEFAULT_SEASON_DAYS = 90
@@ -33,7 +38,7 @@ def season_create(
     ends_at = starts_at + timedelta(days=days)
     window_s = int((ends_at - starts_at).total_seconds()) + grace_s
     number = game.seasons.count() + 1
-    return Season.objects.create(
+    season = Season.objects.create(
         game=game,
         name=name or f"Season {number}",
         starts_at=starts_at,
@@ -41,9 +46,10 @@ def season_create(
         grace_s=grace_s,
         time_bits=time_bits_for_window(window_s),
     )
+    catalog_publish(slug=game.slug)
+    return season
 
 
-@transaction.atomic
 def game_create(
     *,
     slug: str,
@@ -59,11 +65,15 @@ def game_create(
         raise ValueError(f"tie rule must be one of {', '.join(TieRule.values)}")
     if max_points_per_match < 0:
         raise ValueError("max points per match must be >= 0")
-    game = Game(slug=slug, name=name, tie_rule=tie_rule, max_points_per_match=max_points_per_match, ascending=ascending)
-    game.full_clean()
-    game.save()
-    season = season_create(game=game, starts_at=season_start, days=season_days)
-    pointer_set(game=game, season=season, actor="create_game")
+    with transaction.atomic():
+        game = Game(
+            slug=slug, name=name, tie_rule=tie_rule, max_points_per_match=max_points_per_match, ascending=ascending
+        )
+        game.full_clean()
+        game.save()
+        season = season_create(game=game, starts_at=season_start, days=season_days)
+        pointer_set(game=game, season=season, actor="create_game")
+    catalog_publish(slug=game.slug)
     return game, season
 
 
@@ -108,19 +118,23 @@ def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_n
                 )
     if next_season is not None and next_season.starts_at <= now:
         pointer_set(game=game, season=next_season, actor="end_season")
+    catalog_publish(slug=game.slug)
     return SeasonEnded(season=season, status=season.status_at(now), next_season=next_season)
 
 
 def season_mark_frozen(*, season: Season, now: datetime) -> None:
     """Record the freeze; call in the transaction that stored the standings, holding the season's
-    row lock (`seasons.selectors.season_lock`)."""
+    row lock (`seasons.selectors.season_lock`), and publish the catalog after it commits."""
     season.frozen_at = now
     season.save(update_fields=["frozen_at"])
 
 
 def season_mark_archived(*, season_id: int, now: datetime) -> bool:
     """Record that a frozen season's keys are gone; False when it was archived already."""
-    return bool(Season.objects.filter(pk=season_id, archived_at__isnull=True).update(archived_at=now))
+    archived = bool(Season.objects.filter(pk=season_id, archived_at__isnull=True).update(archived_at=now))
+    if archived:
+        catalog_publish(slug=Game.objects.filter(seasons__id=season_id).values_list("slug", flat=True)[0])
+    return archived
 
 
 def schedule_next_end(*, cron: str, start: datetime) -> datetime:
@@ -180,6 +194,7 @@ def pointer_set(*, game: Game, season: Season, actor: str, reason: str = "") -> 
         SeasonPointerChange.objects.create(
             game=game, from_season=previous, to_season=season, version=pointer.version, actor=actor, reason=reason
         )
+    catalog_publish(slug=game.slug)
     return pointer
 
 

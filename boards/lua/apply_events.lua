@@ -5,6 +5,7 @@
 -- KEYS[3 .. 2+S]               points boards (season, day, week, month; global and region): sums
 -- KEYS[3+S .. 2+S+B]           best boards: best single-match points, only ever raised
 -- KEYS[3+S+B .. 2+2(S+B)]      distinct-points companions of those boards (only when dense = 1)
+-- next S+B keys                the boards' versions (bumped with every change, read by cached reads)
 -- KEYS[rest]                   dedup hashes, referenced by index from each event
 -- ARGV[1] span = 2^time_bits   ARGV[2] max_points (exact capacity)   ARGV[3] S   ARGV[4] B
 -- ARGV[5] dense (0/1)          ARGV[6] dedup TTL seconds
@@ -30,9 +31,21 @@ local dense = ARGV[5] == '1'
 local dedup_ttl = tonumber(ARGV[6])
 local n_boards = n_sum + n_best
 local first_event_arg = 7 + n_boards
+local first_version_key = 3 + n_boards
+if dense then first_version_key = first_version_key + n_boards end
 
 local function fmt(x)
   return string.format('%.0f', x)
+end
+
+-- A board's version goes up with every change. A version key that is new starts at the server's
+-- clock in microseconds, so a board that expired or was flushed never repeats an old version.
+local function bump_version(key, now, ttl)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('SET', key, fmt(tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  end
+  redis.call('INCR', key)
+  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
 end
 
 local function split(score)
@@ -132,8 +145,10 @@ for i = first_event_arg, #ARGV, 6 do
 end
 
 if applied > 0 then
+  local now = redis.call('TIME')
   for b = 1, n_boards do
     local ttl = tonumber(ARGV[6 + b])
+    bump_version(KEYS[first_version_key + b - 1], now, ttl)
     if ttl > 0 then
       redis.call('EXPIRE', KEYS[2 + b], ttl)
       if dense then redis.call('EXPIRE', KEYS[2 + n_boards + b], ttl) end

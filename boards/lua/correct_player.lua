@@ -4,6 +4,7 @@
 -- KEYS[1]                    pause flag of the game
 -- KEYS[2 .. 1+N]             the affected boards
 -- KEYS[2+N .. 1+2N]          their distinct-points companions (used only when dense = 1)
+-- KEYS[2+2N .. 1+3N]         their versions (bumped for every board changed)
 -- KEYS[rest]                 dedup hashes, referenced by index
 -- ARGV[1] player   ARGV[2] N   ARGV[3] span = 2^time_bits   ARGV[4] dense (0/1)
 -- ARGV[5 .. 4+N]             the new score on each board, or "" to remove the player from it
@@ -22,6 +23,16 @@ local dense = ARGV[4] == '1'
 local changed = 0
 
 local function fmt(x) return string.format('%.0f', x) end
+local now = redis.call('TIME')
+
+-- As in apply_events.lua: a new version key starts at the server's clock in microseconds.
+local function bump_version(key, ttl)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('SET', key, fmt(tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  end
+  redis.call('INCR', key)
+  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
+end
 
 local function companion_drop(board, companion, points)
   local lo = points * span
@@ -36,21 +47,24 @@ for i = 1, n do
   local new = ARGV[4 + i]
   local old = redis.call('ZSCORE', board, player)
   local old_points = old and math.floor(tonumber(old) / span) or nil
+  local version = KEYS[1 + 2 * n + i]
+  local ttl = tonumber(ARGV[4 + n + i])
   if new == '' then
     if old then
       redis.call('ZREM', board, player)
       if dense then companion_drop(board, companion, old_points) end
+      bump_version(version, ttl)
       changed = changed + 1
     end
   elseif new ~= old then
     redis.call('ZADD', board, new, player)
-    local ttl = tonumber(ARGV[4 + n + i])
     if ttl > 0 and redis.call('TTL', board) == -1 then redis.call('EXPIRE', board, ttl) end
     if dense then
       local new_points = math.floor(tonumber(new) / span)
       redis.call('ZADD', companion, new_points, fmt(new_points))
       if old_points and old_points ~= new_points then companion_drop(board, companion, old_points) end
     end
+    bump_version(version, ttl)
     changed = changed + 1
   end
 end

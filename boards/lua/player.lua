@@ -1,8 +1,12 @@
--- One player's standing on a board.
+-- One player's standing on a board, with what the percentile needs.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- ARGV[1] player id   ARGV[2] span = 2^time_bits   ARGV[3] tie rule
+-- ARGV[4] exact ranks (the percentile is exact down to this rank)   ARGV[5] histogram buckets
 -- Returns {} when the player is not on the board, else
---         {points, rank, total, players with strictly fewer points, display name or false}.
+--         {points, rank, total, players with strictly fewer points, display name or false,
+--          below, own}: below rank ARGV[4], the players in the equi-depth histogram's buckets wholly
+--          under the player's, and in the player's own bucket (the percentile's error bound);
+--          -1, -1 when the percentile is exact.
 local span = tonumber(ARGV[2])
 local position, score = position_of(KEYS[1], ARGV[1])
 if position == nil then return {} end
@@ -11,4 +15,8 @@ local rank = rank_of(KEYS[1], KEYS[2], span, ARGV[3], score, position)
 local total = redis.call('ZCARD', KEYS[1])
 local lower = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. fmt(p * span))
 local name = redis.call('HGET', KEYS[3], ARGV[1])
-return {p, rank, total, lower, name}
+local below, own = -1, -1
+if rank > tonumber(ARGV[4]) then
+  below, own = histogram_bucket(KEYS[1], span, total, tonumber(ARGV[5]), p)
+end
+return {p, rank, total, lower, name, below, own}

@@ -98,3 +98,30 @@ local function entries_reply(key, companion, names, span, rule, slice)
   end
   return reply
 end
+
+-- The points of the entry at ascending position `position` (0 = the lowest score).
+local function points_at(key, span, position)
+  local at = redis.call('ZRANGE', key, position, position, 'WITHSCORES')
+  return points_of(at[2], span)
+end
+
+-- The bucket of the equi-depth histogram (distribution.lua) that holds points `p`, without
+-- building the histogram: its lows are the points at ascending positions floor(i * total / count),
+-- so the bucket starts at the largest i whose position is below the players with points <= p.
+-- Returns the players in buckets wholly below it, and in it.
+local function histogram_bucket(key, span, total, buckets, p)
+  local count = math.min(buckets, total)
+  local at_or_below = redis.call('ZCOUNT', key, '-inf', fmt((p + 1) * span - 1))
+  local i = math.floor((at_or_below * count + total - 1) / total) - 1
+  if i > count - 1 then i = count - 1 end
+  local low = points_at(key, span, math.floor(i * total / count))
+  local high
+  if i + 1 < count then
+    high = points_at(key, span, math.floor((i + 1) * total / count)) - 1
+  else
+    high = points_at(key, span, total - 1)
+  end
+  local below = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(low * span))
+  local own = redis.call('ZCOUNT', key, fmt(low * span), fmt((high + 1) * span - 1))
+  return below, own
+end

@@ -85,6 +85,7 @@ def test_unknown_game_or_board_is_refused():
             socket = WebsocketCommunicator(application, path, headers=HEADERS)
             connected, _ = await socket.connect()
             assert not connected
+            await socket.disconnect()  # the consumer stops (else its layer receive lingers to the loop's end)
         await sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())

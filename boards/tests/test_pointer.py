@@ -11,7 +11,6 @@ from django.utils import timezone
 
 from boards.testing import record
 from seasons.models import SeasonPointer
-from seasons.selectors import catalog_clear
 from seasons.services import pointer_rollback, pointer_set, season_end
 from seasons.testing import make_game
 
@@ -23,10 +22,8 @@ def test_ending_a_season_moves_the_readers_and_an_operator_can_roll_them_back(cl
     ended = season_end(game=game, now=timezone.now(), grace_s=3600)
     assert ended.next_season is not None
     assert SeasonPointer.objects.get(game=game).season_id == ended.next_season.id
-    catalog_clear()
     assert client.get("/api/v1/games/arena/boards/all/top").json()["season"] == ended.next_season.id
     pointer_rollback(game=game, actor="ops", reason="ended by mistake")
-    catalog_clear()
     assert client.get("/api/v1/games/arena/boards/all/top").json()["season"] == old.id
     assert client.get("/api/v1/games/arena").json()["current_season"] == old.id
 
@@ -49,7 +46,6 @@ def test_no_answer_mixes_two_seasons_while_the_pointer_flips():
         target = one.id
         while not stop.is_set():
             pointer_set(game=game, season=seasons[target], actor="test")
-            catalog_clear()
             target = two.id if target == one.id else one.id
         connection.close()
 

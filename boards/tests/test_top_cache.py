@@ -1,61 +1,74 @@
-"""The top-N cache of a web process: single-flight (one Redis read per board however many readers
-ask at once) and bounded (answers and in-flight loads never pile up)."""
+"""The version-keyed caches of the read path (top N, distribution): a copy is served only after
+Redis says the board has not changed since; bounded; cold keys load once however many ask."""
 
 import threading
 import time
 
 import pytest
-from django.test import Client
+from django.utils import timezone
 
 from boards import selectors
-from boards.selectors import _TopCache, top_cache
+from boards.selectors import Cached, VersionedCache
 from boards.testing import record
+from boards.writer import names_store
+from common.redis import client as redis_client
+from common.redis import lua_script
 from common.testing import run_together
 from seasons.testing import make_game
 
+pytestmark = pytest.mark.django_db
+
+
+def test_a_top_read_sends_its_version_and_redis_answers_unchanged_until_the_board_changes(client):
+    game = make_game()
+    record(game, "amy", 10, name="Amy")
+    first = client.get("/api/v1/games/arena/boards/all/top?n=10").json()["entries"]
+    assert [(e["player_id"], e["display_name"]) for e in first] == [("amy", "Amy")]
+    view = selectors.board_view(slug="arena", board="all", region=None, season=None, period=None, now=timezone.now())
+    held = selectors.top_cache.peek((view.ref.key, 10))
+    assert held is not None and held.body is not None  # the fast path rendered and kept it
+    script_keys, args = selectors.top_call(view, 10, held.version)
+    assert lua_script(selectors.TOP_SCRIPT)(keys=script_keys, args=args, client=redis_client()) == [held.version]
+    record(game, "bob", 20)  # the writer bumps the board's version with the data
+    assert [e["player_id"] for e in client.get("/api/v1/games/arena/boards/all/top?n=10").json()["entries"]] == [
+        "bob",
+        "amy",
+    ]
+    names_store(game="arena", names={"amy": "Amy Storm"})  # a new names version: the cached top follows
+    entries = client.get("/api/v1/games/arena/boards/all/top?n=10").json()["entries"]
+    assert entries[1]["display_name"] == "Amy Storm"
+
+
+def test_the_cache_holds_at_most_its_size():
+    cache = VersionedCache(maxsize=8)
+    for n in range(1, 101):
+        assert cache.get(("board", n), lambda held, n=n: Cached("v1", n)).value == n
+    assert len(cache) == 8  # 100 keys asked for: the 8 most recent answers, no load in flight
+
 
 @pytest.mark.django_db(transaction=True)
-def test_top_is_read_once_per_board_per_second_however_many_readers(monkeypatch):
-    game = make_game()
-    record(game, "a", 1)
-    top_cache.clear()
-    calls = []
-    real = selectors.lua_script
+def test_a_cold_key_loads_once_however_many_ask_at_the_same_moment():
+    cache = VersionedCache()
+    loads: list[int] = []
+    answers: list[object] = []
 
-    def counting(path):
-        script = real(path)
+    def load(held: Cached | None) -> Cached:
+        loads.append(1)
+        time.sleep(0.05)
+        return Cached("v1", ["top"])
 
-        def run(*args, **kwargs):
-            calls.append(path)
-            return script(*args, **kwargs)
-
-        return run
-
-    monkeypatch.setattr(selectors, "lua_script", counting)
-    answers = []
-
-    def read(_: int) -> None:
-        answers.append(Client().get("/api/v1/games/arena/boards/all/top?n=10").json()["entries"])
-
-    run_together(read, 16)
-    assert len(answers) == 16 and all(a == answers[0] for a in answers)
-    assert len([c for c in calls if c.endswith("top.lua")]) == 1
-
-
-def test_the_cache_holds_at_most_its_size_and_forgets_finished_loads():
-    cache = _TopCache(maxsize=8)
-    for n in range(1, 101):
-        assert cache.get(("board", n, "0"), lambda n=n: [{"rank": n}]) == [{"rank": n}]
-    assert len(cache) == 8  # 100 different n asked for: the 8 most recent answers, no load in flight
+    run_together(lambda _: answers.append(cache.get("board", load).value), 16)
+    assert len(answers) == 16 and all(a == ["top"] for a in answers)
+    assert len(loads) == 1
 
 
 def test_a_failed_load_reaches_every_waiter_and_the_next_reader_tries_again():
-    cache = _TopCache()
-    key = ("board", 10, "0")
+    cache = VersionedCache()
+    key = ("board", 10)
     release = threading.Event()
     errors: list[BaseException] = []
 
-    def failing():
+    def failing(held):
         release.wait(5)
         raise ConnectionError("redis is down")
 
@@ -67,7 +80,7 @@ def test_a_failed_load_reaches_every_waiter_and_the_next_reader_tries_again():
 
     leader = threading.Thread(target=read, args=(failing,))
     leader.start()
-    follower = threading.Thread(target=read, args=(lambda: [],))
+    follower = threading.Thread(target=read, args=(lambda held: Cached("v", []),))
     deadline = time.monotonic() + 5
     while key not in cache._inflight and time.monotonic() < deadline:
         time.sleep(0.001)
@@ -78,5 +91,5 @@ def test_a_failed_load_reaches_every_waiter_and_the_next_reader_tries_again():
     leader.join()
     follower.join()
     assert len(errors) == 2  # the leader's error, and the same error for the reader who waited on it
-    assert cache.get(key, lambda: [{"rank": 1}]) == [{"rank": 1}]  # nothing cached: tried again
+    assert cache.get(key, lambda held: Cached("v", [1])).value == [1]  # nothing cached: tried again
     assert len(cache) == 1

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from .env import database_from_url, env_bool, env_int, env_list, env_str
+from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -63,11 +63,19 @@ TEMPLATES = [
 DATABASES = {
     "default": {
         **database_from_url(env_str("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/leaderboard")),
-        # 0: a connection per request. Under ASGI each sync view may run in another thread, and
-        # persistent per-thread connections pile up until PostgreSQL refuses new clients.
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 0),
-        "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": {"connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_S", 3)},
+        # A pool per process (psycopg_pool, Django 5.1+): a request borrows a connection and gives
+        # it back, instead of opening one (persistent per-thread connections pile up under ASGI, so
+        # CONN_MAX_AGE stays 0, as the pool requires).
+        "CONN_MAX_AGE": 0,
+        "OPTIONS": {
+            "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_S", 3),
+            "pool": {
+                "min_size": env_int("DATABASE_POOL_MIN", 1),
+                "max_size": env_int("DATABASE_POOL_MAX", 10),
+                # A request waits this long for a connection, then answers 503 (the ledger is unavailable).
+                "timeout": env_float("DATABASE_POOL_TIMEOUT_S", 1.0),
+            },
+        },
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

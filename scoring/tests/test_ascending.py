@@ -25,10 +25,7 @@ EXPECTED = {
 
 
 def ascending_game(rule: str) -> Game:
-    game = make_game(tie_rule=rule, start=timezone.now() - timedelta(days=2), max_points=3_600_000)
-    Game.objects.filter(pk=game.pk).update(ascending=True)
-    game.refresh_from_db()
-    return game
+    return make_game(tie_rule=rule, start=timezone.now() - timedelta(days=2), max_points=3_600_000, ascending=True)
 
 
 @pytest.mark.parametrize("rule", ["competition", "dense", "first"])

@@ -332,11 +332,13 @@ def test_ledger_unavailable_is_503_and_nothing_is_stored(client):
     path = result_path(game, uuid.uuid4())
     saved = dict(connection.settings_dict)
     connection.close()
+    connection.close_pool()  # the pool's connections go too: the next one is made from the settings
     connection.settings_dict["PORT"] = "1"
     try:
         response = signed_post(client, key, path, body)
     finally:
         connection.close()
+        connection.close_pool()
         connection.settings_dict.update(saved)
     assert response.status_code == 503
     assert response.json()["code"] == "ledger_unavailable"

@@ -1,12 +1,13 @@
-// The live board page. The server renders the navigation (board tabs, periods, regions, the find
-// form) as links and forms; this script loads the rows from REST, keeps the top 10 live over the
-// WebSocket (reconnects with backoff and resyncs from REST), and fills "find me", the players
-// around, friends and the score distribution.
+// The live board page. The server renders the page whole (the top 100, "find me" with the players
+// around and friends, and the navigation as links and forms), so it reads without scripts. This
+// script takes over from the same rows: it keeps the top 10 live over the WebSocket (reconnects
+// with backoff), resyncs the rest from REST after pushes and now and then, and draws the chart.
 (function () {
   "use strict";
   const page = JSON.parse(document.getElementById("lb-page").textContent);
   const $ = (id) => document.getElementById(id);
   const RESYNC_MS = 1500; // after a push, rows 11-100 are fetched again at most this often
+  const QUIET_RESYNC_MS = 10000; // and this often when no push comes
 
   function api(path, query) {
     const q = new URLSearchParams(Object.entries(query || {}).filter(([, v]) => v !== null && v !== ""));
@@ -39,7 +40,7 @@
     $("empty").hidden = entries.length > 0;
   }
 
-  let topEntries = [];
+  let topEntries = page.entries || []; // the rows the server rendered
   async function loadTop() {
     const top = await api(`/boards/${page.board}/top`, { ...boardQuery(), n: 100 });
     if (!top.ok) { $("status").textContent = top.body.detail || "Unavailable"; renderTop([]); return; }
@@ -101,10 +102,14 @@
 
   // After a push, resync the rest of the board from REST: at most once per RESYNC_MS, and never
   // postponed by the next push (a board pushed every second still gets its rows 11-100 refreshed).
-  let resyncTimer = null;
-  function scheduleResync() {
-    if (resyncTimer) return;
-    resyncTimer = setTimeout(() => { resyncTimer = null; refresh(); }, RESYNC_MS);
+  // Without pushes, every QUIET_RESYNC_MS.
+  let resyncTimer = null, resyncDue = 0;
+  function scheduleResync(delay) {
+    const due = Date.now() + delay;
+    if (resyncTimer && resyncDue <= due) return; // one is due sooner: a push never postpones it
+    clearTimeout(resyncTimer);
+    resyncDue = due;
+    resyncTimer = setTimeout(() => { resyncTimer = null; refresh().finally(() => scheduleResync(QUIET_RESYNC_MS)); }, delay);
   }
 
   // Live: the top 10 of the shown board. Reconnect with backoff; resync from REST each time.
@@ -120,7 +125,7 @@
       const next = msg.entries.concat(topEntries.slice(msg.entries.length).filter((e) => !pushed.has(e.player_id)));
       renderTop(next, topEntries);
       topEntries = next;
-      scheduleResync();
+      scheduleResync(RESYNC_MS);
     };
     socket.onclose = () => {
       $("live").classList.remove("on");
@@ -130,5 +135,6 @@
   }
 
   $("region").onchange = () => $("region-form").submit();
-  refresh().then(connect);
+  connect();
+  loadMe().then(loadChart).finally(() => scheduleResync(QUIET_RESYNC_MS));
 })();

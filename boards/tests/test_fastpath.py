@@ -1,0 +1,107 @@
+"""The fast path answers byte for byte what Django's views answer: status, headers and body, for
+every hot read, the errors it hands to Django, and Redis being down."""
+
+import pytest
+from django.core.asgi import get_asgi_application
+from django.db import transaction
+from django.utils import timezone
+
+from boards import selectors
+from boards.fastpath import FastReads
+from boards.keys import BoardRef
+from boards.services import friendship_add
+from boards.standings import standings_store
+from boards.tally import BoardScores
+from boards.testing import record
+from common.redis import client as redis_client
+from common.testing import asgi_request
+from seasons.catalog import catalog_publish
+from seasons.services import season_end, season_mark_frozen
+from seasons.testing import make_game
+
+pytestmark = pytest.mark.django_db
+
+DJANGO = get_asgi_application()
+FAST = FastReads(DJANGO)
+
+NAMES = ["Amy", "Zoë Ørsted", "名前", "line\u2028break", 'quote "q" \\ slash', "emoji 🎮"]
+
+
+def same(path: str, query: str = "") -> int:
+    """GET through both apps; they must agree on everything. Returns the status."""
+    fast = asgi_request(FAST, path, query)
+    slow = asgi_request(DJANGO, path, query)
+    assert (fast.status_code, fast.raw_headers, fast.content) == (slow.status_code, slow.raw_headers, slow.content), (
+        path,
+        query,
+    )
+    return fast.status_code
+
+
+def seed(game, count: int = 40) -> None:
+    for i in range(count):
+        points = 1000 - (i // 3) * 7  # ties in threes
+        record(game, f"p{i:02d}", points, region="eu" if i % 2 else "na", name=NAMES[i % len(NAMES)] + f" {i}")
+
+
+@pytest.mark.parametrize("rule", ["competition", "dense", "first"])
+def test_every_hot_read_is_byte_identical(rule, monkeypatch):
+    monkeypatch.setattr(selectors, "EXACT_RANKS", 5)  # 10,000 in production: the histogram's tail too
+    game = make_game(tie_rule=rule)
+    seed(game)
+    friendship_add(game=game, player_id="p03", friend_id="p17")
+    friendship_add(game=game, player_id="p03", friend_id="p39")
+    base = "/api/v1/games/arena/boards"
+    day = timezone.now().date().isoformat()
+    for query in ["", "n=1", "n=7", "n=1000", "region=eu", "region=na&n=3"]:
+        assert same(f"{base}/all/top", query) == 200
+        assert same(f"{base}/all/top", query) == 200  # again: from the version-checked copy
+    for board, query in [("daily", f"period={day}"), ("weekly", ""), ("monthly", ""), ("best", "")]:
+        assert same(f"{base}/{board}/top", query) == 200
+    for player in ["p00", "p03", "p04", "p20", "p39"]:
+        assert same(f"{base}/all/players/{player}") == 200
+        assert same(f"{base}/all/players/{player}", "region=eu" if int(player[1:]) % 2 else "region=na") == 200
+        for r in ["0", "2", "50"]:
+            assert same(f"{base}/all/players/{player}/around", f"r={r}") == 200
+        assert same(f"{base}/all/players/{player}/friends") == 200
+    assert same(f"{base}/all/distribution") == 200
+    assert same(f"{base}/all/distribution") == 200
+    assert same(f"{base}/best/distribution", "region=eu") == 200
+
+
+def test_what_the_fast_path_hands_to_django_is_answered_the_same():
+    game = make_game()
+    seed(game, 8)
+    base = "/api/v1/games/arena/boards"
+    assert same(f"{base}/all/players/nobody") == 404  # not ranked
+    assert same(f"{base}/all/players/nobody/around") == 404
+    assert same(f"{base}/all/players/nobody/friends") == 200  # nobody and no friends: an empty list
+    assert same("/api/v1/games/nope/boards/all/top") == 404
+    assert same(f"{base}/nope/top") == 404
+    for query in ["n=0", "n=1001", "n=x", "region=EU", "season=x", "season=999", "period=2026-01-01"]:
+        assert same(f"{base}/all/top", query) in (400, 404)
+    assert same(f"{base}/daily/top", "period=2026-02-30") == 400
+    assert same(f"{base}/all/players/p01/around", "r=51") == 400
+    old = game.seasons.get()
+    season_end(game=game, now=timezone.now(), grace_s=0)
+    board = BoardRef("arena", old.id, "all")
+    scores = {str(m): int(s) for m, s in redis_client().zrange(board.key, 0, -1, withscores=True)}
+    with transaction.atomic():  # a freeze, as scoring does it from the ledger
+        standings_store(season=old, boards=[BoardScores(ref=board, scores=scores, last_write=timezone.now())])
+        season_mark_frozen(season=old, now=timezone.now())
+    catalog_publish(slug="arena")
+    assert same(f"{base}/all/top", f"season={old.id}") == 200  # final standings: Django reads PostgreSQL
+    assert same(f"{base}/all/players/p01", f"season={old.id}") == 200
+
+
+def test_ascending_games_and_redis_down_are_the_same(settings):
+    game = make_game(ascending=True, max_points=3_600_000)
+    for i, ms in enumerate([61_000, 61_000, 75_500, 90_000]):
+        record(game, f"r{i}", ms)
+    base = "/api/v1/games/arena/boards"
+    assert same(f"{base}/all/top") == 200
+    assert same(f"{base}/all/players/r2") == 200
+    assert same(f"{base}/all/distribution") == 200
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    assert same(f"{base}/all/top") == 503
+    assert same(f"{base}/all/players/r2") == 503
