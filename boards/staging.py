@@ -8,7 +8,7 @@ key in one MULTI (`boards_swap`). Display names and the hidden set are rebuilt f
 table (`names_rebuild`, `hidden_rebuild`).
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -111,10 +111,9 @@ def boards_swap(*, game: str, board_keys: set[str], dense: bool) -> int:
     Returns the number of live boards dropped. The old values are unlinked (freed in the
     background), so a 1M-member board does not block Redis."""
     redis = client()
-    existing = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
-    existing = {
-        k for k in existing if not k.endswith(keys.REBUILD_SUFFIX) and not k.endswith(keys.REBUILD_SUFFIX + ":d")
-    }
+    scanned = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
+    # Live boards and their dense companions (not staged copies, leftovers or versions).
+    existing = {k for k in scanned if keys.is_board_key(k) or (k.endswith(":d") and keys.is_board_key(k[:-2]))}
     pipe = redis.pipeline(transaction=True)
     old_keys = []
     for key in board_keys:
@@ -127,11 +126,22 @@ def boards_swap(*, game: str, board_keys: set[str], dense: bool) -> int:
         if dense:
             pipe.rename(keys.distinct_key(key + keys.REBUILD_SUFFIX), keys.distinct_key(key))
     stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
+    versions_renew(pipe, [*board_keys, *(k for k in stale if keys.is_board_key(k))])
     pipe.execute()
     garbage = old_keys + stale
     if garbage:
         redis.unlink(*garbage)
     return len(stale)
+
+
+def versions_renew(pipe: Pipeline, board_keys: Iterable[str]) -> None:
+    """Queue new versions for boards whose content is replaced wholesale (a swap): Redis's clock in
+    microseconds, above every version the boards had (those started at the clock of their birth
+    and went up by one per change). Cached answers of the old content are then never served."""
+    seconds, micros = client().time()
+    version = str(int(seconds) * 1_000_000 + int(micros))
+    for key in board_keys:
+        pipe.set(keys.version_key(key), version)
 
 
 def names_rebuild(*, game: Game) -> None:

@@ -18,7 +18,7 @@ from . import keys
 from .codec import ScoreCodec
 from .keys import BoardRef
 from .kinds import DAILY, WEEKLY
-from .staging import game_paused
+from .staging import game_paused, versions_renew
 from .tally import Tally
 
 
@@ -78,6 +78,7 @@ def week_rebuild(*, season: Season, week: str, swap: bool) -> WeekReport:
                     pipe.zadd(temp, dict(items[i : i + 5000]))
                 pipe.expire(temp, WEEKLY.ttl_s())
                 pipe.rename(temp, week_key)
+                versions_renew(pipe, [week_key])
                 if dense:  # the dense rule counts distinct points: the companion follows the board
                     companion = keys.distinct_key(week_key)
                     distinct = {str(p): p for p in {codec.points(score) for score in derived.values()}}
