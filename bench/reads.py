@@ -162,11 +162,20 @@ class Conn:
         self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
 
     async def get(self, path: str) -> tuple[int, bytes]:
+        reused = self.writer is not None
         if self.writer is None:
             await self._open()
         assert self.reader is not None and self.writer is not None
         self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
-        head = await self.reader.readuntil(b"\r\n\r\n")
+        try:
+            head = await self.reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionResetError):
+            if not reused:
+                raise
+            # The server closed this idle keep-alive connection (uvicorn: after 5 s idle) before it
+            # read the request: as any HTTP client does, send it again on a new connection.
+            self.close()
+            return await self.get(path)
         status = int(head[9:12])
         length, chunked, close = 0, False, False
         for line in head.split(b"\r\n")[1:]:
