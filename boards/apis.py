@@ -1,25 +1,29 @@
 """Public read endpoints (no signature). Thin: parse the query, one selector call, a serializer."""
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api_errors import ApiError, ErrorSerializer
+from common.openapi import GAME_PARAM, PLAYER_PARAM
 
 from . import selectors, serializers
-from .params import BOARD_PARAMS, int_param, not_ranked, resolve, throttle_reads
+from .params import BOARD_PARAMS, N_PARAM, R_PARAM, int_param, not_ranked, resolve, throttle_reads
 
-ERRORS = {400: ErrorSerializer, 404: ErrorSerializer, 503: ErrorSerializer}
+ERRORS = {400: ErrorSerializer, 404: ErrorSerializer, 429: ErrorSerializer, 503: ErrorSerializer}
 
 
 class BoardTopApi(APIView):
     @extend_schema(
         operation_id="board_top",
-        parameters=[OpenApiParameter("n", int, description="1 to 1,000 (default 100)."), *BOARD_PARAMS],
+        parameters=[N_PARAM, *BOARD_PARAMS],
         responses={200: serializers.TopSerializer, **ERRORS},
-        description="The top n, highest first, ranked by the game's tie rule; cached for 1 s.",
+        description=(
+            "The top n, highest first, ranked by the game's tie rule: the board as it is now (a copy is "
+            "served only while the board's version in Redis has not moved)."
+        ),
     )
     def get(self, request: Request, game: str, board: str) -> Response:
         n = int_param(request, "n", 100, 1, 1000)
@@ -31,7 +35,7 @@ class BoardTopApi(APIView):
 class BoardPlayerApi(APIView):
     @extend_schema(
         operation_id="board_player",
-        parameters=BOARD_PARAMS,
+        parameters=[PLAYER_PARAM, *BOARD_PARAMS],
         responses={200: serializers.PlayerStandingSerializer, **ERRORS},
         description="A player's score, rank, the board's total and percentile; 404 `not_ranked`.",
     )
@@ -46,7 +50,7 @@ class BoardPlayerApi(APIView):
 class BoardAroundApi(APIView):
     @extend_schema(
         operation_id="board_around",
-        parameters=[OpenApiParameter("r", int, description="0 to 50 (default 5)."), *BOARD_PARAMS],
+        parameters=[PLAYER_PARAM, R_PARAM, *BOARD_PARAMS],
         responses={200: serializers.AroundSerializer, **ERRORS},
         description="The 2r+1 entries around the player; near either end the window slides.",
     )
@@ -62,7 +66,7 @@ class BoardAroundApi(APIView):
 class BoardFriendsApi(APIView):
     @extend_schema(
         operation_id="board_friends",
-        parameters=BOARD_PARAMS,
+        parameters=[PLAYER_PARAM, *BOARD_PARAMS],
         responses={200: serializers.FriendsSerializer, **ERRORS},
         description=(
             "The player and their confirmed friends (stored by the service, at most 500) with a score on "
@@ -91,7 +95,11 @@ class BoardDistributionApi(APIView):
 
 
 class GameDetailApi(APIView):
-    @extend_schema(operation_id="game_detail", responses={200: serializers.GameSerializer, 404: ErrorSerializer})
+    @extend_schema(
+        operation_id="game_detail",
+        parameters=[GAME_PARAM],
+        responses={200: serializers.GameSerializer, 404: ErrorSerializer},
+    )
     def get(self, request: Request, game: str) -> Response:
         throttle_reads(request)
         detail = selectors.game_detail(slug=game, now=timezone.now())
@@ -101,7 +109,11 @@ class GameDetailApi(APIView):
 
 
 class GameSeasonsApi(APIView):
-    @extend_schema(operation_id="game_seasons", responses={200: serializers.SeasonsSerializer, 404: ErrorSerializer})
+    @extend_schema(
+        operation_id="game_seasons",
+        parameters=[GAME_PARAM],
+        responses={200: serializers.SeasonsSerializer, 404: ErrorSerializer},
+    )
     def get(self, request: Request, game: str) -> Response:
         throttle_reads(request)
         now = timezone.now()

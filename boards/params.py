@@ -6,20 +6,34 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
 from common.api_errors import ApiError
+from common.openapi import GAME_PARAM
 
 from . import selectors
 from .kinds import BOARD_NAMES
 from .throttle import THROTTLE_SPENT, reader_throttle
 
 BOARD_PARAMS = [
-    OpenApiParameter("region", str, description="`global` (default) or a region, e.g. `eu`."),
-    OpenApiParameter("season", int, description="Season id (default: the current season)."),
+    GAME_PARAM,
+    OpenApiParameter(
+        "region",
+        {"type": "string", "pattern": r"^(global|[a-z0-9-]{2,40})$"},
+        description="`global` (default), a region (`eu`) or a dimension's board (`country-de`).",
+    ),
+    OpenApiParameter(
+        "season", {"type": "integer", "minimum": 1}, description="Season id (default: the current season)."
+    ),
     OpenApiParameter(
         "period",
         str,
         description="`daily`: `2026-10-13`; `weekly`: `2026-W42` (ISO week); `monthly`: `2026-10`. Default: current.",
     ),
 ]
+N_PARAM = OpenApiParameter(
+    "n", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, description="1 to 1,000 (default 100)."
+)
+R_PARAM = OpenApiParameter(
+    "r", {"type": "integer", "minimum": 0, "maximum": 50, "default": 5}, description="0 to 50 (default 5)."
+)
 
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:

@@ -14,11 +14,13 @@ from rest_framework.views import APIView
 
 from anticheat.models import ServerKey
 from anticheat.signed import SIGNATURE_HEADERS, signed_key
+from boards.kinds import BOARD_NAMES
 from boards.models import Player
 from boards.params import BOARD_PARAMS, not_ranked, resolve
 from boards.services import friendship_add, friendship_remove
 from common.api_errors import ApiError, ErrorSerializer
 from common.formats import PLAYER_ID_RE
+from common.openapi import FRIEND_PARAM, GAME_PARAM, MATCH_PARAM, PLAYER_PARAM
 from seasons.selectors import game_get
 
 from . import serializers
@@ -58,7 +60,7 @@ class MatchResultSubmitApi(APIView):
 
     @extend_schema(
         operation_id="match_results_submit",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, MATCH_PARAM, *SIGNATURE_HEADERS],
         request=serializers.MatchInSerializer,
         responses={
             202: serializers.MatchAnswerSerializer,
@@ -105,7 +107,7 @@ class MatchBatchSubmitApi(APIView):
 
     @extend_schema(
         operation_id="match_results_submit_batch",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, *SIGNATURE_HEADERS],
         request=serializers.BatchInSerializer,
         responses={
             200: serializers.BatchAnswerSerializer,
@@ -170,7 +172,7 @@ class PlayerApi(APIView):
 
     @extend_schema(
         operation_id="player_update",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, PLAYER_PARAM, *SIGNATURE_HEADERS],
         request=serializers.PlayerPatchSerializer,
         responses={200: serializers.PlayerSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
         description="Set `display_name` and/or `hidden`. A hidden player leaves every public answer at once.",
@@ -196,7 +198,7 @@ class PlayerApi(APIView):
 
     @extend_schema(
         operation_id="player_delete",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, PLAYER_PARAM, *SIGNATURE_HEADERS],
         request=None,
         responses={204: None, 401: ErrorSerializer, 404: ErrorSerializer},
         description="Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.",
@@ -214,7 +216,12 @@ class PlayerRankApi(APIView):
 
     @extend_schema(
         operation_id="player_rank",
-        parameters=[*SIGNATURE_HEADERS, OpenApiParameter("board", str, description="Default `all`."), *BOARD_PARAMS],
+        parameters=[
+            PLAYER_PARAM,
+            *SIGNATURE_HEADERS,
+            OpenApiParameter("board", {"type": "string", "enum": list(BOARD_NAMES)}, description="Default `all`."),
+            *BOARD_PARAMS,
+        ],
         responses={200: serializers.OwnRankSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
         description="The player's own score and rank, also when hidden (counted as if visible).",
     )
@@ -233,7 +240,7 @@ class FriendshipApi(APIView):
 
     @extend_schema(
         operation_id="friendship_add",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, PLAYER_PARAM, FRIEND_PARAM, *SIGNATURE_HEADERS],
         request=None,
         responses={204: None, 400: ErrorSerializer, 401: ErrorSerializer},
         description="A confirmed, mutual friendship (idempotent).",
@@ -250,7 +257,7 @@ class FriendshipApi(APIView):
 
     @extend_schema(
         operation_id="friendship_remove",
-        parameters=SIGNATURE_HEADERS,
+        parameters=[GAME_PARAM, PLAYER_PARAM, FRIEND_PARAM, *SIGNATURE_HEADERS],
         request=None,
         responses={204: None, 401: ErrorSerializer},
         description="Ends a friendship (idempotent).",

@@ -74,7 +74,10 @@ def week_start(label: str) -> date:
 
 def month_start(label: str) -> date:
     year, month = parse_month(label)
-    return date(year, month, 1)
+    try:
+        return date(year, month, 1)
+    except ValueError as exc:  # year 0
+        raise BadPeriod(f"{label} is not a calendar month") from exc
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,17 @@ class Period:
     def check(self, label: str) -> str:
         self.start(label)
         return label
+
+    def schema(self) -> dict[str, str]:
+        """The JSON Schema of a label (OpenAPI): every label it admits is one `check` accepts. A
+        day is any calendar date (years 1000-9999); a week 01-52 of any such year, or week 53 of the
+        years 1900-2100 that have one; a month 01-12 of any such year."""
+        if self.name == "day":
+            return {"type": "string", "format": "date", "pattern": r"^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}$"}
+        if self.name == "week":
+            long_years = "|".join(str(y) for y in range(1900, 2101) if date(y, 12, 28).isocalendar()[1] == 53)
+            return {"type": "string", "pattern": rf"^([1-9][0-9]{{3}}-W(0[1-9]|[1-4][0-9]|5[0-2])|({long_years})-W53)$"}
+        return {"type": "string", "pattern": r"^[1-9][0-9]{3}-(0[1-9]|1[0-2])$"}
 
     def shift(self, label: str, steps: int) -> str:
         first = self.start(label)

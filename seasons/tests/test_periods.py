@@ -43,3 +43,8 @@ def test_every_day_of_a_week_is_in_it():
     first = WEEK.start("2026-W53")
     assert first == date(2026, 12, 28) and first.weekday() == 0
     assert {WEEK.label(datetime(2026, 12, 28, tzinfo=UTC) + timedelta(days=i)) for i in range(7)} == {"2026-W53"}
+
+
+def test_a_month_of_year_zero_is_a_bad_period_not_a_crash():
+    with pytest.raises(BadPeriod):
+        MONTH.check("0000-01")

@@ -1,0 +1,20 @@
+"""Parameters every part of the OpenAPI document shares: path parameters with the formats of the
+contract (API.md), so the document says exactly what the service accepts."""
+
+from drf_spectacular.utils import OpenApiParameter
+
+from .formats import GAME_SLUG_RE, PLAYER_ID_RE
+
+
+def path_param(name: str, pattern: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, {"type": "string", "pattern": pattern}, OpenApiParameter.PATH, required=True, description=description
+    )
+
+
+GAME_PARAM = path_param("game", GAME_SLUG_RE.pattern, "The game's slug.")
+PLAYER_PARAM = path_param("player_id", PLAYER_ID_RE.pattern, "A player id.")
+FRIEND_PARAM = path_param("friend_id", PLAYER_ID_RE.pattern, "The friend's player id.")
+MATCH_PARAM = OpenApiParameter(
+    "match_id", {"type": "string", "format": "uuid"}, OpenApiParameter.PATH, required=True, description="A UUID."
+)
