@@ -171,7 +171,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
         return verdicts
     banned = set(
         Ban.objects.filter(
-            game=game, lifted_at__isnull=True, player_id__in={player_id for player_id, _, _ in results}
+            game=game, lifted_at__isnull=True, player_id__any=list({player_id for player_id, _, _ in results})
         ).values_list("player_id", flat=True)
     )
     for i, (player_id, points, duration_s) in enumerate(results):

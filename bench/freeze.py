@@ -26,7 +26,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from common.db import insert_unnest  # noqa: E402
+from common.db import copy_rows  # noqa: E402
 from scoring.freezing import season_freeze  # noqa: E402
 from scoring.models import ScoreEvent  # noqa: E402
 from seasons.periods import week_label  # noqa: E402
@@ -47,40 +47,25 @@ def main() -> None:
     started = time.perf_counter()
     for start in range(0, args.players, CHUNK):
         n = min(CHUNK, args.players - start)
-        insert_unnest(
+        columns = ["game_id", "season_id", "match_id", "player_id", "points", "played_at", "accepted_at"]
+        columns += ["duration_s", "day", "week", "region", "status", "reason", "applied_at"]
+        tail = (600, played.date(), week_label(played), "eu", "accepted", "", now)
+        copy_rows(
             ScoreEvent._meta.db_table,
-            [
-                ("game_id", "bigint"),
-                ("season_id", "bigint"),
-                ("match_id", "uuid"),
-                ("player_id", "text"),
-                ("points", "bigint"),
-                ("played_at", "timestamptz"),
-                ("accepted_at", "timestamptz"),
-                ("duration_s", "integer"),
-                ("day", "date"),
-                ("week", "text"),
-                ("region", "text"),
-                ("status", "text"),
-                ("reason", "text"),
-                ("applied_at", "timestamptz"),
-            ],
-            [
-                [game.id] * n,
-                [season.id] * n,
-                [uuid.uuid4() for _ in range(n)],
-                [f"p{start + i:07d}" for i in range(n)],
-                [(start + i) * 7919 % 100_000 for i in range(n)],
-                [played] * n,
-                [now] * n,
-                [600] * n,
-                [played.date()] * n,
-                [week_label(played)] * n,
-                ["eu"] * n,
-                ["accepted"] * n,
-                [""] * n,
-                [now] * n,
-            ],
+            columns,
+            (
+                (
+                    game.id,
+                    season.id,
+                    uuid.uuid4(),
+                    f"p{start + i:07d}",
+                    (start + i) * 7919 % 100_000,
+                    played,
+                    now,
+                    *tail,
+                )
+                for i in range(n)
+            ),
         )
     print(f"ledger: {args.players} events written in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     started = time.perf_counter()

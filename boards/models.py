@@ -7,7 +7,8 @@ from seasons.models import Season
 
 
 class Player(models.Model):
-    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, related_name="players")
+    # No index of its own: the unique (game, player_id) index leads with it (see scoring/models.py).
+    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, related_name="players", db_index=False)
     player_id = models.CharField(max_length=64)
     display_name = models.CharField(max_length=100, null=True, blank=True)
     region = models.CharField(max_length=16, null=True, blank=True)
@@ -25,7 +26,7 @@ class Player(models.Model):
 class SeasonRegion(models.Model):
     """A player's region is fixed for a season by their first ranked result in it."""
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT)
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False)
     player_id = models.CharField(max_length=64)
     region = models.CharField(max_length=16)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -577,7 +577,7 @@ def game_regions(*, season: Season | None) -> list[str]:
 def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str, str]:
     """The region each of these players counts in for the season (those who have one)."""
     return dict(
-        SeasonRegion.objects.filter(season_id=season.id, player_id__in=list(player_ids)).values_list(
+        SeasonRegion.objects.filter(season_id=season.id, player_id__any=list(player_ids)).values_list(
             "player_id", "region"
         )
     )

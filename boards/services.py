@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db.models import Q
 from django.utils import timezone
 
-from common.db import insert_unnest
+from common.db import insert_rows
 from seasons.models import Game, Season
 
 from . import writer
@@ -36,14 +36,15 @@ def players_register(
         wanted[player_id] = (old_name or name, old_region or region)
     known: dict[str, Profile] = {
         pid: (name, region)
-        for pid, name, region in Player.objects.filter(game=game, player_id__in=list(wanted)).values_list(
+        for pid, name, region in Player.objects.filter(game=game, player_id__any=list(wanted)).values_list(
             "player_id", "display_name", "region"
         )
     }
     missing = sorted(pid for pid in wanted if pid not in known)
     new_names: dict[str, str] = {}
     if missing:
-        created = insert_unnest(
+        now = timezone.now()
+        created = insert_rows(
             Player._meta.db_table,
             [
                 ("game_id", "bigint"),
@@ -53,14 +54,8 @@ def players_register(
                 ("hidden", "boolean"),
                 ("created_at", "timestamptz"),
             ],
-            [
-                [game.id] * len(missing),
-                missing,
-                [wanted[pid][0] for pid in missing],
-                [wanted[pid][1] for pid in missing],
-                [False] * len(missing),
-                [timezone.now()] * len(missing),
-            ],
+            [(game.id, pid, wanted[pid][0], wanted[pid][1], False, now) for pid in missing],
+            order_by="player_id",
             on_conflict="ON CONFLICT (game_id, player_id) DO NOTHING",
             returning="player_id",
         )
@@ -72,7 +67,7 @@ def players_register(
         if raced:  # created by a concurrent batch a moment ago
             known.update(
                 (pid, (name, region))
-                for pid, name, region in Player.objects.filter(game=game, player_id__in=raced).values_list(
+                for pid, name, region in Player.objects.filter(game=game, player_id__any=raced).values_list(
                     "player_id", "display_name", "region"
                 )
             )
@@ -103,18 +98,19 @@ def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> 
     fixed = season_regions_of(season=season, player_ids=candidates)
     missing = sorted(pid for pid in candidates if pid not in fixed and candidates[pid])
     if missing:
-        insert_unnest(
+        now = timezone.now()
+        inserted = insert_rows(
             SeasonRegion._meta.db_table,
             [("season_id", "bigint"), ("player_id", "text"), ("region", "text"), ("created_at", "timestamptz")],
-            [
-                [season.id] * len(missing),
-                missing,
-                [candidates[pid] for pid in missing],
-                [timezone.now()] * len(missing),
-            ],
+            [(season.id, pid, candidates[pid], now) for pid in missing],
+            order_by="player_id",
             on_conflict="ON CONFLICT (season_id, player_id) DO NOTHING",
+            returning="player_id, region",
         )
-        fixed.update(season_regions_of(season=season, player_ids=missing))
+        fixed.update((str(pid), str(region)) for pid, region in inserted)
+        raced = [pid for pid in missing if pid not in fixed]
+        if raced:  # fixed by a concurrent batch a moment ago
+            fixed.update(season_regions_of(season=season, player_ids=raced))
     return fixed
 
 

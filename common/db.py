@@ -1,15 +1,27 @@
-"""Bulk SQL helpers: one statement per batch with array parameters (`unnest`), not thousands of
-placeholders. A 2,000-row insert this way costs a few ms; the ORM's bulk_create spends ten times
-that building model instances and a query with 30,000 parameters."""
+"""Bulk SQL helpers: rows go to PostgreSQL with COPY, never as thousands of placeholders.
 
-from collections.abc import Iterable, Mapping, Sequence
+COPY is the cheapest way in, on both sides: psycopg writes each row in C, and the server parses no
+statement. Measured for 500 rows: 2.4 ms by COPY, 12-14 ms as `unnest` array parameters (psycopg
+quotes every array element in Python), far more with the ORM's `bulk_create`.
+
+- `copy_rows`: COPY straight into a table (new rows that cannot conflict).
+- `insert_rows`: rows that may conflict (ON CONFLICT ... RETURNING): COPY into this connection's
+  staging table (a temporary table whose rows go at commit), then one INSERT ... SELECT that moves
+  them, in a given order (the lock order).
+- `ids_take`: ids from a table's own sequence, to COPY rows whose ids the caller needs.
+- `field__any=[...]`: a lookup as `= ANY(array)`, one parameter however many values.
+"""
+
+import weakref
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import Field, Lookup
 
 
 def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """COPY rows into a table (the fastest bulk path; for large writes such as frozen standings)."""
+    """COPY rows into a table; returns how many."""
     count = 0
     with connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
@@ -19,43 +31,85 @@ def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]])
     return count
 
 
-def insert_unnest(
-    table: str,
-    columns: Sequence[tuple[str, str]],
-    values: Sequence[Sequence[Any]],
-    *,
-    on_conflict: str = "",
-    returning: str = "",
-) -> list[tuple[Any, ...]]:
-    """INSERT INTO table (cols) SELECT * FROM unnest(%s::type[], ...) [on_conflict] [RETURNING ...].
-
-    `columns` is [(name, postgres type)]; `values` holds one list per column, all the same length.
-    """
-    if not values or not values[0]:
+def ids_take(table: str, count: int) -> list[int]:
+    """`count` new ids from the table's id sequence (in one round trip)."""
+    if count == 0:
         return []
-    names = ", ".join(name for name, _ in columns)
-    arrays = ", ".join(f"%s::{pg_type}[]" for _, pg_type in columns)
-    sql = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays}) {on_conflict}"
-    if returning:
-        sql += f" RETURNING {returning}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, [list(column) for column in values])
-        return cursor.fetchall() if returning else []
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)", [table, count])
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+# The staging tables each pooled connection has created already (psycopg connection -> names).
+_staged: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+
+
+def _stage(cursor: Any, table: str, columns: Sequence[tuple[str, str]]) -> str:
+    """This connection's staging table for `table`, created on first use.
+
+    The table is known to exist only once the transaction that created it commits: a rollback
+    (a lost claim retried, a test's transaction) takes the CREATE back with it, so until then every
+    call says CREATE ... IF NOT EXISTS again.
+    """
+    name = f"stage_{table}"
+    raw_connection = cursor.connection
+    created = _staged.setdefault(raw_connection, set())
+    if name not in created:
+        definition = ", ".join(f"{column} {pg_type}" for column, pg_type in columns)
+        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({definition}) ON COMMIT DELETE ROWS")
+        transaction.on_commit(lambda: _staged.setdefault(raw_connection, set()).add(name))
+    return name
 
 
 def insert_rows(
     table: str,
-    rows: Sequence[tuple[Any, ...]],
-    types: Mapping[str, str],
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[Sequence[Any]],
     *,
+    order_by: str = "",
     on_conflict: str = "",
     returning: str = "",
 ) -> list[tuple[Any, ...]]:
-    """`insert_unnest` for rows of a NamedTuple: columns by the tuple's field names, each typed
-    by `types` (postgres type per field)."""
+    """INSERT the rows (in `order_by` order) [on_conflict] [RETURNING returning], by way of COPY.
+
+    `columns` is [(name, postgres type)], `rows` tuples in that order. Call inside a transaction
+    (the staging rows live until its commit; the statement also takes them out at once).
+    """
     if not rows:
         return []
-    fields: tuple[str, ...] = rows[0]._fields  # type: ignore[attr-defined]
-    columns = [(name, types[name]) for name in fields]
-    values = [list(column) for column in zip(*rows, strict=True)]
-    return insert_unnest(table, columns, values, on_conflict=on_conflict, returning=returning)
+    if not connection.in_atomic_block:
+        raise RuntimeError("insert_rows needs a transaction: its staging rows go at each commit")
+    names = ", ".join(name for name, _ in columns)
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        stage = _stage(raw, table, columns)
+        with raw.copy(f"COPY {stage} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        order = f" ORDER BY {order_by}" if order_by else ""
+        sql = (
+            f"WITH staged AS (DELETE FROM {stage} RETURNING {names}) "
+            f"INSERT INTO {table} ({names}) SELECT {names} FROM staged{order} {on_conflict}"
+        )
+        if returning:
+            sql += f" RETURNING {returning}"
+        raw.execute(sql)
+        return list(raw.fetchall()) if returning else []
+
+
+@Field.register_lookup
+class AnyOf(Lookup):  # type: ignore[type-arg]  # generic only in the stubs
+    """`field__any=[...]`: `field = ANY(%s)` with the list as one array parameter. Django's `__in`
+    sends one placeholder per value: for a batch's 500 ids that is a 500-literal statement to build,
+    send, parse and plan (measured: 69 ms against 3 ms for the same lookup with an array)."""
+
+    lookup_name = "any"
+    prepare_rhs = False
+
+    def get_prep_lookup(self) -> list[Any]:
+        field = self.lhs.output_field
+        return [field.get_prep_value(value) for value in self.rhs]
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        return f"{lhs} = ANY(%s)", [*lhs_params, list(self.rhs)]

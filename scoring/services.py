@@ -6,7 +6,6 @@ between commit and enqueue.
 """
 
 import hashlib
-import json
 import logging
 import uuid
 from collections import defaultdict
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
+import orjson
 import redis
 from django.db import transaction
 from django.utils import timezone
@@ -24,7 +24,7 @@ from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
 from boards.writer import names_store
-from common.db import insert_rows, insert_unnest
+from common.db import copy_rows, ids_take, insert_rows
 from common.metrics import count
 from seasons.models import Game, Season
 from seasons.periods import week_label
@@ -57,8 +57,7 @@ class _Pending:
 
 
 def content_hash(match: MatchIn) -> str:
-    canonical = json.dumps(match.canonical(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(orjson.dumps(match.canonical(), option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _refusal(
@@ -154,7 +153,7 @@ def _submit_once(
     hashes = {i: content_hash(m) for i, m in valid}
     earlier = {
         s.match_id: s
-        for s in MatchSubmission.objects.filter(game=game, match_id__in=[m.match_id for _, m in valid]).only(
+        for s in MatchSubmission.objects.filter(game=game, match_id__any=[m.match_id for _, m in valid]).only(
             "match_id", "content_hash", "answer"
         )
     }
@@ -261,7 +260,7 @@ def _store(
                     status=v.status,
                     reason=v.reason,
                     accepted_at=now,
-                    extra_boards=json.dumps(list(r.extra_boards)),
+                    extra_boards=orjson.dumps(list(r.extra_boards)).decode(),
                     requested_region=r.region if r.region and r.region != counted else None,
                 )
             )
@@ -271,9 +270,16 @@ def _store(
     claimed = _claim_submissions(game=game, key=key, pending=pending, answers=answers)
     if len(claimed) != len(pending):
         raise _ClaimLost
-    inserted = insert_rows(ScoreEvent._meta.db_table, rows, EVENT_TYPES, returning="id, status")
+    # The events, by COPY with ids from their own sequence (nothing can conflict: the match ids are
+    # this transaction's).
+    event_ids = ids_take(ScoreEvent._meta.db_table, len(rows))
+    copy_rows(
+        ScoreEvent._meta.db_table,
+        ["id", *EventInsert._fields],
+        ([event_id, *row] for event_id, row in zip(event_ids, rows, strict=True)),
+    )
+    inserted = [(event_id, row.status) for event_id, row in zip(event_ids, rows, strict=True)]
     # 4. Season totals last: their row locks are held only until the commit that follows.
-    event_ids = [event_id for event_id, _ in inserted]
     overflowed = _season_totals_add(pending, event_ids)
     if overflowed:
         _mark_overflow(game=game, pending=pending, overflowed=overflowed, outcomes=outcomes)
@@ -303,25 +309,6 @@ class EventInsert(NamedTuple):
     requested_region: str | None
 
 
-EVENT_TYPES = {
-    "game_id": "bigint",
-    "season_id": "bigint",
-    "match_id": "uuid",
-    "player_id": "text",
-    "points": "bigint",
-    "played_at": "timestamptz",
-    "duration_s": "integer",
-    "day": "date",
-    "week": "text",
-    "region": "text",
-    "status": "text",
-    "reason": "text",
-    "accepted_at": "timestamptz",
-    "extra_boards": "jsonb",
-    "requested_region": "text",
-}
-
-
 def _names_store(*, game: Game, names: dict[str, str]) -> None:
     """New display names into the board index. The results are stored already: a Redis that fails
     here costs the names until the next rebuild, never the answer."""
@@ -345,8 +332,8 @@ def _claim_submissions(
 
     Rows go in match id order, so two batches sharing match ids wait on each other, never deadlock.
     """
-    rows = sorted(pending, key=lambda p: p.match.match_id)
-    inserted = insert_unnest(
+    now = timezone.now()
+    inserted = insert_rows(
         MatchSubmission._meta.db_table,
         [
             ("game_id", "bigint"),
@@ -357,13 +344,17 @@ def _claim_submissions(
             ("created_at", "timestamptz"),
         ],
         [
-            [game.id] * len(rows),
-            [p.match.match_id for p in rows],
-            [p.content_hash for p in rows],
-            [key.key_id] * len(rows),
-            [json.dumps(answers[p.match.match_id]) for p in rows],
-            [timezone.now()] * len(rows),
+            (
+                game.id,
+                p.match.match_id,
+                p.content_hash,
+                key.key_id,
+                orjson.dumps(answers[p.match.match_id]).decode(),
+                now,
+            )
+            for p in pending
         ],
+        order_by="match_id",
         on_conflict="ON CONFLICT (game_id, match_id) DO NOTHING",
         returning="match_id",
     )
@@ -400,10 +391,11 @@ def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int
         players = sorted(added)
         table = SeasonTotal._meta.db_table
         totals = dict(
-            insert_unnest(
+            insert_rows(
                 table,
                 [("season_id", "bigint"), ("player_id", "text"), ("points", "bigint")],
-                [[season_id] * len(players), players, [added[pid] for pid in players]],
+                [(season_id, pid, added[pid]) for pid in players],
+                order_by="player_id",
                 on_conflict=(
                     f"ON CONFLICT (season_id, player_id) DO UPDATE SET points = {table}.points + EXCLUDED.points"
                 ),

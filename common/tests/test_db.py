@@ -1,0 +1,58 @@
+"""The bulk SQL helpers against the real PostgreSQL: conflicts, order, and a staging table that a
+rolled-back transaction took back."""
+
+import pytest
+from django.db import connection, transaction
+
+from common.db import copy_rows, ids_take, insert_rows
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COLUMNS = [("slug", "text"), ("note", "text")]
+
+
+@pytest.fixture
+def scratch_table():
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE scratch_rows (id bigserial PRIMARY KEY, slug text UNIQUE, note text)")
+    yield "scratch_rows"
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE scratch_rows")
+
+
+def _insert(table: str, rows: list[tuple[str, str]]) -> list[tuple]:
+    return insert_rows(
+        table, COLUMNS, rows, order_by="slug", on_conflict="ON CONFLICT (slug) DO NOTHING", returning="slug"
+    )
+
+
+def test_insert_rows_returns_only_the_rows_that_did_not_conflict(scratch_table):
+    with transaction.atomic():
+        assert _insert(scratch_table, [("b", "1"), ("a", "1")]) == [("a",), ("b",)]
+    with transaction.atomic():
+        assert _insert(scratch_table, [("b", "2"), ("c", "2")]) == [("c",)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT slug, note FROM scratch_rows ORDER BY slug")
+        assert cursor.fetchall() == [("a", "1"), ("b", "1"), ("c", "2")]
+
+
+def test_a_rollback_that_took_the_staging_table_back_does_not_break_the_connection(scratch_table):
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        _insert(scratch_table, [("a", "first")])  # creates the staging table, then rolls it back
+        raise ZeroDivisionError
+    with transaction.atomic():
+        assert _insert(scratch_table, [("a", "second")]) == [("a",)]
+
+
+def test_insert_rows_refuses_to_run_outside_a_transaction(scratch_table):
+    with pytest.raises(RuntimeError, match="needs a transaction"):
+        _insert(scratch_table, [("a", "x")])
+
+
+def test_copy_rows_with_ids_taken_from_the_sequence(scratch_table):
+    ids = ids_take(scratch_table, 3)
+    assert len(set(ids)) == 3
+    assert copy_rows(scratch_table, ["id", "slug", "note"], [(i, f"s{i}", "") for i in ids]) == 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM scratch_rows ORDER BY id")
+        assert [row[0] for row in cursor.fetchall()] == sorted(ids)
