@@ -2,7 +2,8 @@
     lb:rl:k:{key_id}            a server key's request bucket
     lb:rl:p:{game}:{player}     a player's result bucket (bursts go to review, reason `rate`)
     lb:rl:h:{game}:{player}     a player's matches-per-hour bucket (`matches_per_hour`)
-Buckets are hashes (tokens, last refill) spent by common/lua/token_bucket.lua.
+Buckets are hashes (tokens, last refill), spent by common/lua/token_bucket.lua (server keys) and
+anticheat/lua/judge.lua (a batch's player buckets, both kinds in one call).
 """
 
 from common.redis import key_prefix

@@ -7,7 +7,7 @@ Nothing here reads the ledger or the boards: the callers (scoring) hand in what 
 import hmac
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -17,7 +17,8 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from common.api_errors import ApiError
-from common.ratelimit import buckets_spend, retry_after_s
+from common.ratelimit import BUCKET_LIB, bucket_ttl_s, buckets_spend, retry_after_s
+from common.redis import client, lua_path, lua_script
 from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP, signature_compute
 from seasons.models import Game
 
@@ -25,6 +26,8 @@ from . import keys
 from .models import AuditEntry, Ban, GameRules, ServerKey
 
 logger = logging.getLogger(__name__)
+
+_JUDGE = BUCKET_LIB + "+" + lua_path(__file__, "judge.lua")
 
 
 def server_key_create(*, game: Game, label: str = "") -> ServerKey:
@@ -163,8 +166,9 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
     Banned players' results are `rejected` (`banned`); plausibility rules (GameRules): a match
     shorter than `min_duration_s` is `rejected` (`implausible`), more than `max_points_per_minute`
     goes to review (`points_per_minute`). Then per-player token buckets: a burst beyond
-    the bucket is quarantined (`pending_review`, reason `rate`), not refused. One Lua call for the
-    batch; the buckets fail open when Redis is down.
+    the bucket is quarantined (`pending_review`, reason `rate`), not refused; so are results past
+    `max_matches_per_hour` (reason `matches_per_hour`). One Lua call for every bucket of the batch;
+    the buckets fail open when Redis is down.
     """
     verdicts = [ACCEPTED] * len(results)
     if not results:
@@ -181,29 +185,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
             verdicts[i] = IMPLAUSIBLE
         elif rules.max_points_per_minute and points * 60 > rules.max_points_per_minute * max(duration_s, 1):
             verdicts[i] = POINTS_PER_MINUTE
-    if rules.max_matches_per_hour:
-        _bucket_judge(
-            game,
-            results,
-            verdicts,
-            key=keys.player_hourly_bucket_key,
-            capacity=rules.max_matches_per_hour,
-            ms_per_token=3_600_000 / rules.max_matches_per_hour,
-            verdict=MATCHES_PER_HOUR,
-            now=now,
-        )
-    if rules.player_burst == 0 or rules.player_refill_s == 0:
-        return verdicts
-    _bucket_judge(
-        game,
-        results,
-        verdicts,
-        key=keys.player_bucket_key,
-        capacity=rules.player_burst,
-        ms_per_token=rules.player_refill_s * 1000,
-        verdict=RATE,
-        now=now,
-    )
+    _buckets_judge(game, rules, results, verdicts, now=now)
     return verdicts
 
 
@@ -216,19 +198,21 @@ def game_rules_set(*, game: Game, **limits: int | None) -> GameRules:
     return rules
 
 
-def _bucket_judge(
-    game: Game,
-    results: list[tuple[str, int, int]],
-    verdicts: list[Verdict],
-    *,
-    key: Callable[[str, str], str],
-    capacity: int,
-    ms_per_token: float,
-    verdict: Verdict,
-    now: datetime,
+def _buckets_judge(
+    game: Game, rules: Rules, results: list[tuple[str, int, int]], verdicts: list[Verdict], *, now: datetime
 ) -> None:
-    """Spend one token per still-accepted result from each player's bucket (one Lua call); a
-    result without a token gets `verdict`. Fails open when Redis is down."""
+    """Spend one token per still-accepted result from each player's hourly bucket, then from their
+    burst bucket, in one Lua call for the batch (lua/judge.lua). A player's results past the hourly
+    tokens become `matches_per_hour`, those past the burst tokens `rate`, in submission order.
+    Fails open when Redis is down."""
+    hourly = (
+        (rules.max_matches_per_hour, 3_600_000 / rules.max_matches_per_hour) if rules.max_matches_per_hour else (0, 0)
+    )
+    burst = (
+        (rules.player_burst, rules.player_refill_s * 1000) if rules.player_burst and rules.player_refill_s else (0, 0)
+    )
+    if not hourly[0] and not burst[0]:
+        return
     wanted: dict[str, int] = {}
     for i, (player_id, _, _) in enumerate(results):
         if verdicts[i] is ACCEPTED:
@@ -236,25 +220,33 @@ def _bucket_judge(
     if not wanted:
         return
     players = sorted(wanted)
+    script_keys: list[str] = []
+    for player_id in players:
+        if hourly[0]:
+            script_keys.append(keys.player_hourly_bucket_key(game.slug, player_id))
+        if burst[0]:
+            script_keys.append(keys.player_bucket_key(game.slug, player_id))
+    args: list[int | float] = [int(now.timestamp() * 1000)]
+    for capacity, ms_per_token in (hourly, burst):
+        args += [capacity, ms_per_token, bucket_ttl_s(capacity=capacity, ms_per_token=ms_per_token)]
+    args += [wanted[p] for p in players]
     try:
-        granted = buckets_spend(
-            keys=[key(game.slug, p) for p in players],
-            wants=[wanted[p] for p in players],
-            capacity=capacity,
-            ms_per_token=ms_per_token,
-            now=now,
-        )
+        reply = lua_script(_JUDGE)(keys=script_keys, args=args, client=client())
     except redis.RedisError as exc:
         logger.warning("player buckets skipped, Redis unavailable: %s", exc)
         return
-    left = {p: g for p, (g, _) in zip(players, granted, strict=True)}
+    passed = {p: (int(reply[2 * i]), int(reply[2 * i + 1])) for i, p in enumerate(players)}
+    seen: dict[str, int] = {}
     for i, (player_id, _, _) in enumerate(results):
         if verdicts[i] is not ACCEPTED:
             continue  # judged already: rules come before buckets, and spend no tokens
-        if left[player_id] > 0:
-            left[player_id] -= 1
-        else:
-            verdicts[i] = verdict
+        nth = seen.get(player_id, 0)
+        seen[player_id] = nth + 1
+        hourly_passed, burst_passed = passed[player_id]
+        if nth >= hourly_passed:
+            verdicts[i] = MATCHES_PER_HOUR
+        elif nth >= burst_passed:
+            verdicts[i] = RATE
 
 
 def ban_record(*, game: Game, player_id: str, reason: str = "") -> Ban:

@@ -1,13 +1,18 @@
-"""Shared bits of the benchmarks: signing, provisioning, payloads, percentiles (no Django)."""
+"""Shared bits of the benchmarks: signing, provisioning, payloads, percentiles, a minimal HTTP/1.1
+client and the load generator's CPU meter (no Django)."""
 
+import asyncio
 import json
 import math
 import os
 import random
+import resource
 import secrets
 import subprocess
 import sys
+import time
 import uuid
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -98,3 +103,110 @@ def percentile(values: list[float], q: float) -> float:
 
 def redis_url(cli: str | None) -> str:
     return cli or os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+class Conn:
+    """One HTTP/1.1 keep-alive connection on asyncio streams: the benchmarks' client. httpx costs
+    several times more client CPU per request and would measure the client."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        return await self.request("GET", path)
+
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        return await self.request("POST", path, body, headers)
+
+    async def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        """(status, body) of one request. Raises on a broken connection (then call close())."""
+        reused = self.writer is not None
+        if self.writer is None:
+            await self._open()
+        assert self.reader is not None and self.writer is not None
+        head = [f"{method} {path} HTTP/1.1", f"Host: {self.host}"]
+        head += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        if body is not None:
+            head.append(f"Content-Length: {len(body)}")
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + (body or b""))
+        try:
+            if body:
+                await self.writer.drain()
+            answer_head = await self.reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionResetError, BrokenPipeError):
+            if not reused:
+                raise
+            # The server closed this idle keep-alive connection (uvicorn: after 5 s idle) before it
+            # read the request: as any HTTP client does, send it again on a new connection.
+            self.close()
+            return await self.request(method, path, body, headers)
+        status = int(answer_head[9:12])
+        length, chunked, close = 0, False, False
+        for line in answer_head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+            elif name == b"connection" and b"close" in value.lower():
+                close = True
+        if chunked:
+            content = b""
+            while True:
+                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                content += await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+        else:
+            content = await self.reader.readexactly(length)
+        if close:
+            self.close()
+        return status, content
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+class CpuMeter:
+    """CPU (user + sys) of this process (all its threads) and of its waited-for children, per
+    measured phase."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, dict[str, float]] = {}
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.perf_counter(), own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+    @contextmanager
+    def phase(self, name: str):
+        wall, own, kids = self._now()
+        try:
+            yield
+        finally:
+            wall2, own2, kids2 = self._now()
+            self.phases[name] = {"wall_s": wall2 - wall, "self_cpu_s": own2 - own, "children_cpu_s": kids2 - kids}
+
+    def totals(self) -> dict[str, float]:
+        wall = sum(p["wall_s"] for p in self.phases.values())
+        own = sum(p["self_cpu_s"] for p in self.phases.values())
+        kids = sum(p["children_cpu_s"] for p in self.phases.values())
+        return {
+            "wall_s": wall,
+            "self_cpu_s": own,
+            "children_cpu_s": kids,
+            "cpu_s": own + kids,
+            "share_of_one_core": (own + kids) / wall if wall else 0.0,
+        }

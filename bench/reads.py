@@ -33,8 +33,8 @@ drawn at random over the whole board:
 
 This script is the load generator and runs on the same machine as the service: it reports the CPU
 it used in the measured phases (user + sys of itself and of its child, getrusage) against their
-wall time. The HTTP client is a minimal HTTP/1.1 keep-alive client on asyncio streams (`Conn`):
-httpx costs several times more client CPU per request and would measure the client.
+wall time. The HTTP client is a minimal HTTP/1.1 keep-alive client on asyncio streams (`Conn`, in
+_common.py): httpx costs several times more client CPU per request and would measure the client.
 
 Output: progress and per-phase details on stderr; on stdout the load generator's CPU, one line per
 open loop phase and, last, the summary (figures from phases A and B; ratio = rank req/s / raw):
@@ -47,11 +47,9 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -63,6 +61,8 @@ import redis.exceptions
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     ROOT,
+    Conn,
+    CpuMeter,
     log,
     match,
     now_iso,
@@ -151,61 +151,7 @@ def board_info(args, game: str) -> dict:
     return {"season": season, "tie_rule": tie_rule, "time_bits": time_bits, "reference": reference}
 
 
-# --------------------------------------------------------------------------- a small HTTP/1.1 client
-class Conn:
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def _open(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-
-    async def get(self, path: str) -> tuple[int, bytes]:
-        reused = self.writer is not None
-        if self.writer is None:
-            await self._open()
-        assert self.reader is not None and self.writer is not None
-        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
-        try:
-            head = await self.reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, ConnectionResetError):
-            if not reused:
-                raise
-            # The server closed this idle keep-alive connection (uvicorn: after 5 s idle) before it
-            # read the request: as any HTTP client does, send it again on a new connection.
-            self.close()
-            return await self.get(path)
-        status = int(head[9:12])
-        length, chunked, close = 0, False, False
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"transfer-encoding" and b"chunked" in value.lower():
-                chunked = True
-            elif name == b"connection" and b"close" in value.lower():
-                close = True
-        if chunked:
-            body = b""
-            while True:
-                size = int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16)
-                body += await self.reader.readexactly(size + 2)
-                if size == 0:
-                    break
-        else:
-            body = await self.reader.readexactly(length)
-        if close:
-            self.close()
-        return status, body
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        self.reader = self.writer = None
-
-
+# --------------------------------------------------------------------------- the HTTP client (_common.Conn)
 async def fetch(conn: Conn, path: str) -> int | str:
     """The status of one GET, or the name of the exception that broke the connection (then closed:
     the next GET opens a new one)."""
@@ -319,40 +265,6 @@ class OpenRun:
             "target_met": met,
             "target_missed_by": why or None,
             **{kind: r.figures() for kind, r in self.by_kind.items()},
-        }
-
-
-class CpuMeter:
-    """CPU (user + sys) of this process and of its waited-for children, per measured phase."""
-
-    def __init__(self) -> None:
-        self.phases: dict[str, dict[str, float]] = {}
-
-    @staticmethod
-    def _now() -> tuple[float, float, float]:
-        own = resource.getrusage(resource.RUSAGE_SELF)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return time.perf_counter(), own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
-
-    @contextmanager
-    def phase(self, name: str):
-        wall, own, kids = self._now()
-        try:
-            yield
-        finally:
-            wall2, own2, kids2 = self._now()
-            self.phases[name] = {"wall_s": wall2 - wall, "self_cpu_s": own2 - own, "children_cpu_s": kids2 - kids}
-
-    def totals(self) -> dict[str, float]:
-        wall = sum(p["wall_s"] for p in self.phases.values())
-        own = sum(p["self_cpu_s"] for p in self.phases.values())
-        kids = sum(p["children_cpu_s"] for p in self.phases.values())
-        return {
-            "wall_s": wall,
-            "self_cpu_s": own,
-            "children_cpu_s": kids,
-            "cpu_s": own + kids,
-            "share_of_one_core": (own + kids) / wall if wall else 0.0,
         }
 
 

@@ -7,8 +7,11 @@ from seasons.models import Season
 
 
 class Player(models.Model):
-    # No index of its own: the unique (game, player_id) index leads with it (see scoring/models.py).
-    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, related_name="players", db_index=False)
+    # No index of its own (the unique (game, player_id) index leads with it) and no database
+    # constraint (written with every new player's first result): see scoring/models.py.
+    game = models.ForeignKey(
+        "seasons.Game", on_delete=models.PROTECT, related_name="players", db_index=False, db_constraint=False
+    )
     player_id = models.CharField(max_length=64)
     display_name = models.CharField(max_length=100, null=True, blank=True)
     region = models.CharField(max_length=16, null=True, blank=True)
@@ -26,7 +29,7 @@ class Player(models.Model):
 class SeasonRegion(models.Model):
     """A player's region is fixed for a season by their first ranked result in it."""
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False)
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False, db_constraint=False)
     player_id = models.CharField(max_length=64)
     region = models.CharField(max_length=16)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -65,7 +68,12 @@ class FrozenStanding(models.Model):
     earlier reach, then player id); `rank` is the game's tie rule applied.
     """
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.CASCADE, related_name="standings")
+    # No database constraint: a freeze writes one row per player and board (millions), each checked
+    # at commit otherwise; Django's CASCADE still deletes them with their season. No index of its own:
+    # the unique (season, board, region, period, position) index leads with it.
+    season = models.ForeignKey(
+        "seasons.Season", on_delete=models.CASCADE, related_name="standings", db_index=False, db_constraint=False
+    )
     board = models.CharField(max_length=16)
     region = models.CharField(max_length=16)
     period = models.CharField(max_length=16)

@@ -6,14 +6,20 @@ from typing import Any
 
 from . import redis as lb_redis
 
-_BUCKET = lb_redis.lua_path(__file__, "token_bucket.lua")
+BUCKET_LIB = lb_redis.lua_path(__file__, "bucket_lib.lua")  # for scripts of other apps that take tokens
+_BUCKET = lb_redis.lua_path(__file__, "bucket_lib.lua", "token_bucket.lua")
+
+
+def bucket_ttl_s(*, capacity: int, ms_per_token: float) -> int:
+    """How long an idle bucket is kept: a full refill, and a minute more."""
+    return int(capacity * ms_per_token / 1000) + 60
 
 
 def bucket_call(
     *, keys: list[str], wants: list[int], capacity: int, ms_per_token: float, now: datetime
 ) -> tuple[str, list[str], list[Any]]:
     """The bucket script's path, KEYS and ARGV (for a caller that pipelines it with other work)."""
-    ttl_s = int(capacity * ms_per_token / 1000) + 60
+    ttl_s = bucket_ttl_s(capacity=capacity, ms_per_token=ms_per_token)
     return _BUCKET, keys, [int(now.timestamp() * 1000), capacity, ms_per_token, ttl_s, *wants]
 
 

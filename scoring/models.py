@@ -19,10 +19,17 @@ class EventStatus(models.TextChoices):
 # (db_index=False): the composite serves every lookup by it, and one index less is less work for
 # every insert. (A lone index on game_id also tempted the planner, on a fresh game whose statistics
 # lagged, into scanning the whole game instead of probing the composite.)
+#
+# The rows written for every result (events, submissions, season totals; players and season
+# regions in boards) reference their game and season without a database constraint
+# (db_constraint=False): PostgreSQL checks a constraint once per row at commit, locking the one
+# game or season row FOR KEY SHARE from every concurrent batch, measured at 6-7 ms per 500 events
+# (COPY 12 ms, commit 7 ms; 0.8 ms without). The ids come from rows the service has just read;
+# on_delete=PROTECT still stops a game or season with results from being deleted through Django.
 
 
 class MatchSubmission(models.Model):
-    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, db_index=False)
+    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, db_index=False, db_constraint=False)
     match_id = models.UUIDField()
     content_hash = models.CharField(max_length=64)
     answer = models.JSONField()
@@ -37,8 +44,8 @@ class MatchSubmission(models.Model):
 
 
 class ScoreEvent(models.Model):
-    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, db_index=False)
-    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False)
+    game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, db_index=False, db_constraint=False)
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False, db_constraint=False)
     match_id = models.UUIDField()
     player_id = models.CharField(max_length=64)
     points = models.BigIntegerField()
@@ -87,7 +94,7 @@ class SeasonTotal(models.Model):
     however long the player's history (summing their events would grow with it).
     """
 
-    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False)
+    season = models.ForeignKey("seasons.Season", on_delete=models.PROTECT, db_index=False, db_constraint=False)
     player_id = models.CharField(max_length=64)
     points = models.BigIntegerField(default=0)
 

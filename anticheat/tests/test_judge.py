@@ -63,3 +63,23 @@ def test_eight_concurrent_judges_grant_exactly_the_bucket():
 
     run_together(send, 8)
     assert answers.count(("accepted", "")) == 5 and answers.count(("pending_review", "rate")) == 19
+
+
+def test_both_buckets_in_one_call_hourly_first_then_the_burst():
+    game = make_game()
+    game_rules_set(game=game, max_matches_per_hour=3, player_burst=2, player_refill_s=3600)
+    now = timezone.now()
+    assert judge(game, [("amy", 1, 600)] * 5 + [("bob", 1, 600)], now=now) == [
+        ("accepted", ""),
+        ("accepted", ""),
+        ("pending_review", "rate"),  # passed the hour's 3, not the burst of 2
+        ("pending_review", "matches_per_hour"),
+        ("pending_review", "matches_per_hour"),
+        ("accepted", ""),
+    ]
+    # The hour is spent; with the hourly rule off, the (refilled) burst bucket alone decides.
+    assert judge(game, [("amy", 1, 600)], now=now + timedelta(seconds=1)) == [("pending_review", "matches_per_hour")]
+    game_rules_set(game=game, max_matches_per_hour=0)
+    assert judge(game, [("amy", 1, 600)] * 3, now=now + timedelta(hours=2)) == [("accepted", "")] * 2 + [
+        ("pending_review", "rate")
+    ]
