@@ -1,327 +1,634 @@
 #!/usr/bin/env python3
-"""Ingest benchmark: signed batch submissions against a RUNNING service, end to end.
+"""Ingest benchmark (issue 10): signed submissions against a RUNNING service (web, a Celery worker
+and beat; scripts/bench.sh starts them), then the service's own board writer alone.
 
-    .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 200000] [--no-memory]
+    .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 300000] [--players 1000000]
+        [--offered-rate 10000] [--offered-seconds 20] [--single-connections 32] [--single-seconds 15]
+        [--no-memory] [--json PATH]
+    (reuse a game: --game GAME --key-id KEY --secret SECRET; without them a fresh game and server key
+    are made with `manage.py create_game` / `create_server_key`)
+    short run: --events 20000 --offered-seconds 3 --single-seconds 3 --no-memory
+    (--offered-seconds 0 / --single-seconds 0 skip phases 2 / 3)
 
-Measures in one run:
-  * end-to-end events/s: first request sent -> every event on the boards (/health/ready
-    queue_lag_s == 0, then a sample of players checked on the `all` board for the exact total);
-  * accept -> visible lag (p50/p99): each sampled batch carries one unique sentinel player; a
-    poller GETs /boards/best/players/{sentinel} every ~20 ms after the batch's answer arrives;
-  * the raw limit: the same events through boards/lua/apply_events.lua on the same Redis, from
-    one process, grouped and pipelined exactly like boards.writer.events_apply (own key prefix);
-  * with --memory: Redis bytes per board member and per dedup marker (1,000,000 each).
+Workload: --players players (`p0000001`.., region from _common.region_of), signed batches of --batch
+(500) matches of one result each: a uniform random player, points 0..1000, duration 600 s. One
+server key; the anti-cheat runs as configured on the service (scripts/bench.sh: the shipped
+defaults, only the key's request bucket raised). Results a bucket holds (`pending_review`) are
+counted and reported, and only results answered `accepted` are expected on the boards.
 
-Needs no Django: requests are signed by common/signing.py (standard library only); provisioning (when --game/--key-id/
---secret are not given) runs `manage.py create_game` / `create_server_key`.
+Phases, in this order:
+  1. max rate, closed loop: --senders (4) connections send --events results as fast as they are
+     answered. Figures: end-to-end events/s = accepted results / (first request sent -> every
+     accepted event on the boards, i.e. GET /health/ready says queue_lag_s == 0); the accept rate
+     (accepted results/s while sending, and the share of results accepted); request p50/p99;
+     counts per batch HTTP status, per match http_status and per result status; accept -> visible
+     lag p50/p99: every --sample-every'th batch carries one unique sentinel player in its last
+     match, and from the moment the batch's answer arrives a poller GETs
+     /api/v1/games/{game}/boards/best/players/{sentinel} every ~20 ms until it answers 200; the
+     exactness check: ~--verify players sampled from the workload (read before and after) must
+     have gained exactly the sum of their results answered `accepted` on the `all` board.
+  2. offered load, open loop: batches start on a fixed schedule, --offered-rate results/s
+     (10,000 = 20 batches of 500 a second) for --offered-seconds, at most --offered-inflight (8)
+     in flight; a batch due while all are in flight waits (it is late). Figures: the accept rate
+     achieved, request p50/p99, lag p50/p99 (a sentinel in every --offered-sample-every'th
+     batch), how far behind schedule the senders fell, and a verdict: kept up, or not (the
+     schedule is abandoned when sends run --offered-give-up-s late).
+  3. single-result signed POSTs: POST /api/v1/games/{game}/matches/{uuid}/results, one result per
+     request, each body signed as it is sent; closed loop on --single-connections keep-alive
+     connections for --single-seconds. Figures: requests/s, p50, p99, errors (any answer but 202).
+  4. the raw limit: phase 1's accepted results through the service's own writer,
+     boards.writer.events_apply, imported in this phase only (Django set up with
+     DJANGO_SETTINGS_MODULE=leaderboard_site.settings.base and REDIS_KEY_PREFIX=benchraw<hex>, so
+     no key is the service's), on the bench game's real season read from the database; one call
+     per apply task as the worker makes them (each request's accepted events, in chunks of
+     scoring.services.ENQUEUE_CHUNK, chunk=settings.SCORING_APPLY_CHUNK), with event ids from
+     10**12 up, from this one process, timed. Every key under the private prefix is then deleted
+     (SCAN). Figure: raw events/s (the writer's time only: no ledger reads or writes).
+  5. with --memory (default): Redis bytes per board member and per dedup marker (1,000,000 each).
+Between phases the script waits until the boards have caught up (queue_lag_s == 0).
+
+This script is the load generator and runs on the same machine as the service: per phase it
+reports its own CPU (user + sys of this process, all threads, and of waited-for children;
+getrusage) as a share of one core. HTTP goes through _common.Conn, a minimal HTTP/1.1 keep-alive
+client on asyncio streams (httpx would cost several times the client CPU).
+
+Output: progress and details on stderr; on stdout each phase's figures, its load generator CPU
+and, last, the summary (N and lag from phase 1, R from phase 4, ratio N/R):
+    ingest: 5000 events/s end-to-end, raw 40000 events/s, ratio 0.12, lag p99 900 ms
+Exit status 1 when the exactness check finds a wrong total.
 """
 
 import argparse
+import asyncio
 import json
 import os
-import queue
 import random
+import secrets
 import sys
-import threading
 import time
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
-import httpx
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
-    ROOT,
+    Conn,
+    CpuMeter,
     log,
     match,
     now_iso,
     percentile,
     player_id,
     provision,
-    random_pair,
     redis_url,
     region_of,
     signed_headers,
 )
 
-try:
-    from tqdm import tqdm
-except ImportError:  # progress is optional
-    tqdm = None
+APPLY_QUEUE = "scoring"  # scoring.tasks.APPLY_QUEUE: the Celery queue of the apply tasks
+MAX_POINTS = 1000
+DURATION_S = 600
+CONN_ERRORS = (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
-LUA = ROOT / "boards" / "lua" / "apply_events.lua"
-ENQUEUE_CHUNK = 2000  # scoring.services.ENQUEUE_CHUNK: one apply task per 2000 accepted events
-APPLY_CHUNK = 2000  # settings.SCORING_APPLY_CHUNK: events per Lua call
-DEDUP_GROUP = 128  # boards.keys.DEDUP_GROUP
-DAY_TTL = 8 * 86400 + 3600
-WEEK_TTL = 14 * 86400 + 3600
-MONTH_TTL = 35 * 86400 + 3600
-DEDUP_TTL = 6 * 3600
+Result = tuple[str, int, str]  # (player, points, region)
 
 
 # --------------------------------------------------------------------------- workload
-class Workload:
-    """Batches of `matches` matches x 2 players; every `sample_every`-th batch carries a sentinel."""
-
-    def __init__(self, *, events: int, batch: int, players: int, sample_every: int, seed: int):
-        rng = random.Random(seed)
-        self.run_tag = f"{seed:x}"
-        n_matches = max(1, events // 2)
-        self.bodies: list[bytes] = []
-        self.sentinels: list[str | None] = []
-        self.expected: dict[str, int] = defaultdict(int)
-        self.events: list[tuple[str, int, str]] = []  # (player, points, region) in submission order
-        played_at = now_iso(ceil=True)
-        b = 0
-        for start in range(0, n_matches, batch):
-            count = min(batch, n_matches - start)
-            sentinel = f"s-{self.run_tag}-{b}" if b % sample_every == 0 else None
-            matches = []
-            for j in range(count):
-                a, c = random_pair(rng, players)
-                results = [
-                    (player_id(a), rng.randint(0, 1000), region_of(a)),
-                    (player_id(c), rng.randint(0, 1000), region_of(c)),
-                ]
-                if sentinel is not None and j == count - 1:
-                    results[1] = (sentinel, 1, "eu")  # the batch's last match: a unique player
-                for pid, pts, reg in results:
-                    self.expected[pid] += pts
-                    self.events.append((pid, pts, reg))
-                matches.append(match(played_at, results))
-            self.bodies.append(json.dumps({"matches": matches}, separators=(",", ":")).encode())
-            self.sentinels.append(sentinel)
-            b += 1
-
-    @property
-    def n_events(self) -> int:
-        return len(self.events)
+@dataclass
+class Batch:
+    results: list[Result]  # one per match, in order
+    body: bytes
+    sentinel: str | None
+    played_at: str
+    accepted: list[Result] = field(default_factory=list)  # filled in from the answer
 
 
-# --------------------------------------------------------------------------- end to end
-class LagPoller(threading.Thread):
-    """Polls /boards/best/players/{sentinel} every ~20 ms for each accepted, not yet visible sentinel."""
-
-    def __init__(self, base: str, game: str, interval: float = 0.02):
-        super().__init__(daemon=True)
-        self.base, self.game, self.interval = base, game, interval
-        self.inbox: queue.Queue[tuple[str, float]] = queue.Queue()
-        self.lags: list[float] = []
-        self.stop_when_empty = threading.Event()
-        self.polls = 0
-        self.lost = 0
-
-    def run(self) -> None:
-        pending: dict[str, float] = {}
-        give_up: float | None = None
-        with httpx.Client(base_url=self.base, timeout=10) as client:
-            while True:
-                while True:
-                    try:
-                        sentinel, t_accept = self.inbox.get_nowait()
-                    except queue.Empty:
-                        break
-                    pending[sentinel] = t_accept
-                if self.stop_when_empty.is_set() and self.inbox.empty():
-                    if not pending:
-                        return
-                    if give_up is None:
-                        give_up = time.perf_counter() + 5  # everything is applied by now
-                    elif time.perf_counter() > give_up:
-                        self.lost = len(pending)
-                        return
-                cycle = time.perf_counter()
-                for sentinel, t_accept in list(pending.items()):
-                    r = client.get(f"/api/v1/games/{self.game}/boards/best/players/{sentinel}")
-                    self.polls += 1
-                    if r.status_code == 200:
-                        self.lags.append(time.perf_counter() - t_accept)
-                        del pending[sentinel]
-                time.sleep(max(0.0, self.interval - (time.perf_counter() - cycle)))
+def batches_make(
+    *, rng: random.Random, events: int, size: int, players: int, sample_every: int, tag: str
+) -> list[Batch]:
+    """`events` results in batches of `size` one-result matches; every `sample_every`'th batch (0:
+    none) has a unique sentinel player in its last match."""
+    played_at = now_iso(ceil=True)
+    batches = []
+    for b, start in enumerate(range(0, events, size)):
+        results = []
+        for _ in range(min(size, events - start)):
+            n = rng.randrange(1, players + 1)
+            results.append((player_id(n), rng.randint(0, MAX_POINTS), region_of(n)))
+        sentinel = f"s-{tag}-{b}" if sample_every and b % sample_every == 0 else None
+        if sentinel is not None:
+            results[-1] = (sentinel, 1, "eu")
+        matches = [match(played_at, [r]) for r in results]  # duration_s 600
+        body = json.dumps({"matches": matches}, separators=(",", ":")).encode()
+        batches.append(Batch(results, body, sentinel, played_at))
+    return batches
 
 
-def end_to_end(args, work: Workload, game: str, key_id: str, secret: str) -> dict:
-    path = f"/api/v1/games/{game}/matches/batch"
-    poller = LagPoller(args.url, game)
-    poller.start()
-    local = threading.local()
-    statuses: dict[str, int] = defaultdict(int)
-    lock = threading.Lock()
-    request_s: list[float] = []
-    bar = tqdm(total=work.n_events, unit="ev", file=sys.stderr, disable=args.quiet) if tqdm else None
+class Tally:
+    """What the answers said: batch HTTP statuses, per-match http_status, per-result status."""
 
-    def send(i: int) -> None:
-        client = getattr(local, "client", None)
-        if client is None:
-            client = local.client = httpx.Client(base_url=args.url, timeout=300)
-        body = work.bodies[i]
-        t = time.perf_counter()
-        r = client.post(path, content=body, headers=signed_headers(key_id, secret, path, body))
-        t_done = time.perf_counter()
-        if r.status_code != 200:
-            raise RuntimeError(f"batch {i}: HTTP {r.status_code} {r.text[:300]}")
-        counts: dict[str, int] = defaultdict(int)
-        answers = r.json()["matches"]
-        for answer in answers:
-            if answer["http_status"] != 202:
-                counts[f"http_{answer['http_status']}"] += len(answer.get("results", [])) or 2
+    def __init__(self) -> None:
+        self.batches: Counter[str] = Counter()
+        self.matches: Counter[str] = Counter()
+        self.results: Counter[str] = Counter()
+        self.latencies: list[float] = []
+        self.sent = 0
+        self.accepted = 0
+        self.last_answer = 0.0
+
+    def record(self, batch: Batch, status: int | str, content: bytes, latency: float, done: float) -> None:
+        """Counts one batch's answer and keeps its accepted results in `batch.accepted`."""
+        self.batches[str(status)] += 1
+        self.sent += len(batch.results)
+        self.last_answer = max(self.last_answer, done)
+        if status != 200:
+            self.results[f"batch_{status}"] += len(batch.results)
+            return
+        self.latencies.append(latency)
+        answers = json.loads(content)["matches"]
+        for result, answer in zip(batch.results, answers, strict=True):
+            code = answer.get("http_status")
+            self.matches[str(code)] += 1
+            if code != 202:
+                self.results[f"match_{code}"] += 1
                 continue
-            for res in answer["results"]:
-                counts[res["status"]] += 1
-        sentinel = work.sentinels[i]
-        if sentinel is not None and any(
-            res["player_id"] == sentinel and res["status"] == "accepted" for res in answers[-1].get("results", [])
-        ):
-            poller.inbox.put((sentinel, t_done))
-        with lock:
-            request_s.append(t_done - t)
-            for k, v in counts.items():
-                statuses[k] += v
-        if bar:
-            bar.update(sum(counts.values()))
+            [outcome] = answer["results"]
+            reason = outcome.get("reason")
+            self.results[outcome["status"] + (f":{reason}" if reason else "")] += 1
+            if outcome["status"] == "accepted":
+                batch.accepted.append(result)
+        self.accepted += len(batch.accepted)
+
+    def figures(self) -> dict:
+        return {
+            "results_sent": self.sent,
+            "results_accepted": self.accepted,
+            "accepted_share": self.accepted / self.sent if self.sent else float("nan"),
+            "batch_statuses": dict(self.batches),
+            "match_statuses": dict(self.matches),
+            "result_statuses": dict(self.results),
+            "request_p50_ms": percentile(self.latencies, 50) * 1000,
+            "request_p99_ms": percentile(self.latencies, 99) * 1000,
+        }
+
+
+# --------------------------------------------------------------------------- talking to the service
+class Service:
+    def __init__(self, args, game: str, key_id: str, secret: str):
+        parts = urlsplit(args.url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.game, self.key_id, self.secret = game, key_id, secret
+        self.timeout = args.timeout
+        self.redis_url = redis_url(args.redis_url)
+        self.batch_path = f"/api/v1/games/{game}/matches/batch"
+
+    def conn(self) -> Conn:
+        return Conn(self.host, self.port)
+
+    async def call(
+        self, conn: Conn, method: str, path: str, body: bytes | None = None, headers: dict | None = None
+    ) -> tuple[int | str, bytes]:
+        """(status, body), or (the exception's name, b"") when the connection broke (it is closed:
+        the next call opens a new one)."""
+        try:
+            return await asyncio.wait_for(conn.request(method, path, body, headers), self.timeout)
+        except (TimeoutError, *CONN_ERRORS) as exc:
+            conn.close()
+            return type(exc).__name__, b""
+
+    async def post_signed(self, conn: Conn, path: str, body: bytes) -> tuple[int | str, bytes]:
+        return await self.call(conn, "POST", path, body, signed_headers(self.key_id, self.secret, path, body))
+
+    async def send_batch(self, conn: Conn, batch: Batch, tally: Tally, poller: "LagPoller | None") -> None:
+        t = time.perf_counter()
+        status, content = await self.post_signed(conn, self.batch_path, batch.body)
+        done = time.perf_counter()
+        try:
+            tally.record(batch, status, content, done - t, done)
+        except (ValueError, KeyError, TypeError) as exc:  # a 200 we cannot read counts as broken
+            tally.batches[f"bad_answer:{type(exc).__name__}"] += 1
+            batch.accepted.clear()
+        if poller is not None and batch.sentinel is not None and batch.accepted[-1:] == batch.results[-1:]:
+            poller.add(batch.sentinel, done)
+
+    async def board_score(self, conn: Conn, board: str, pid: str) -> int | None:
+        """The player's score on a board of the current season; None when not on it (404). Waits
+        out a 429 (the read bucket of this address)."""
+        path = f"/api/v1/games/{self.game}/boards/{board}/players/{pid}"
+        for _ in range(50):
+            status, content = await self.call(conn, "GET", path)
+            if status == 200:
+                return int(json.loads(content)["score"])
+            if status == 404:
+                return None
+            await asyncio.sleep(0.2)
+        raise RuntimeError(f"GET {path}: {status} {content[:200]!r}")
+
+    async def drained(self, *, timeout: float, label: str) -> tuple[float, float]:
+        """Polls /health/ready until queue_lag_s == 0 (every accepted event on the boards, for the
+        whole service). Returns (that moment, the highest queue_lag_s seen)."""
+        conn = self.conn()
+        broker = redis.Redis.from_url(self.redis_url)
+        deadline = time.perf_counter() + timeout
+        queued, queued_since, max_lag, lag = -1, time.perf_counter(), 0.0, None
+        try:
+            while True:
+                status, content = await self.call(conn, "GET", "/health/ready")
+                if status == 200:
+                    lag = json.loads(content).get("queue_lag_s")
+                    if lag == 0:
+                        return time.perf_counter(), max_lag
+                    max_lag = max(max_lag, lag or 0.0)
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"{label}: queue_lag_s still {lag} after {timeout:g} s (ready: {status})")
+                now_queued = broker.llen(APPLY_QUEUE)
+                if now_queued != queued or now_queued == 0:
+                    queued, queued_since = now_queued, time.perf_counter()
+                elif time.perf_counter() - queued_since > 60:
+                    raise RuntimeError(f"{queued} apply tasks queued, none taken for 60 s: is a worker running?")
+                await asyncio.sleep(0.02)
+        finally:
+            conn.close()
+            broker.close()
+
+
+class LagPoller:
+    """Accept -> visible: from the arrival of a batch's answer, GETs .../boards/best/players/{sentinel}
+    for each accepted sentinel until it answers 200; the lag runs to the arrival of that 200. A
+    sentinel is polled every `interval` s, or every `relative` of its age once older (a backlog on
+    the boards must not turn the poller into a read load), on `conns` connections."""
+
+    def __init__(self, svc: Service, conns: int = 2, interval: float = 0.02, relative: float = 0.05):
+        self.svc, self.interval, self.relative = svc, interval, relative
+        self.conns = [svc.conn() for _ in range(conns)]
+        self.pending: dict[str, float] = {}
+        self.next_poll: dict[str, float] = {}
+        self.lags: list[float] = []
+        self.polls = 0
+        self.errors: Counter[str] = Counter()
+        self.lost = 0
+        self.give_up_at: float | None = None
+        self.task: asyncio.Task | None = None
+
+    def add(self, sentinel: str, t_answer: float) -> None:
+        self.pending[sentinel] = t_answer
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run())
+
+    async def finish(self, grace_s: float = 10) -> None:
+        """Stop once every pending sentinel is seen, or `grace_s` from now (then counted lost)."""
+        self.give_up_at = time.perf_counter() + grace_s
+        assert self.task is not None
+        await self.task
+
+    async def _poll(self, conn: Conn, items: list[tuple[str, float]]) -> None:
+        for sentinel, t_answer in items:
+            path = f"/api/v1/games/{self.svc.game}/boards/best/players/{sentinel}"
+            status, _ = await self.svc.call(conn, "GET", path)
+            self.polls += 1
+            if status == 200:
+                self.lags.append(time.perf_counter() - t_answer)
+                del self.pending[sentinel]
+                del self.next_poll[sentinel]
+            elif status != 404:
+                self.errors[str(status)] += 1
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                cycle = time.perf_counter()
+                if self.give_up_at is not None and (not self.pending or cycle > self.give_up_at):
+                    self.lost = len(self.pending)
+                    return
+                due = [(s, t) for s, t in self.pending.items() if self.next_poll.get(s, 0.0) <= cycle]
+                for sentinel, t_answer in due:
+                    self.next_poll[sentinel] = cycle + max(self.interval, self.relative * (cycle - t_answer))
+                n = len(self.conns)
+                await asyncio.gather(*(self._poll(c, due[k::n]) for k, c in enumerate(self.conns)))
+                await asyncio.sleep(max(0.0, self.interval - (time.perf_counter() - cycle)))
+        finally:
+            for c in self.conns:
+                c.close()
+
+    def figures(self) -> dict:
+        ms = [x * 1000 for x in self.lags]
+        return {
+            "lag_samples": len(ms),
+            "lag_p50_ms": percentile(ms, 50),
+            "lag_p99_ms": percentile(ms, 99),
+            "lag_max_ms": percentile(ms, 100),
+            "lag_lost": self.lost,
+            "lag_polls": self.polls,
+            "lag_poll_errors": dict(self.errors),
+        }
+
+
+async def progress(label: str, tally: Tally, total: int, quiet: bool) -> None:
+    if quiet:
+        return
+    t0 = time.perf_counter()
+    while True:
+        await asyncio.sleep(5)
+        log(
+            f"  {label}: {tally.sent}/{total} results answered, {tally.accepted} accepted, "
+            f"{time.perf_counter() - t0:.0f} s"
+        )
+
+
+# --------------------------------------------------------------------------- phase 1: max rate
+async def max_rate(args, svc: Service, batches: list[Batch]) -> dict:
+    total = sum(len(b.results) for b in batches)
+    counted = sorted({pid for b in batches for pid, _, _ in b.results if b.sentinel != pid})
+    sample = random.Random(1).sample(counted, min(args.verify, len(counted)))
+    conn = svc.conn()
+    before = {pid: await svc.board_score(conn, "all", pid) or 0 for pid in sample}  # 0 on a fresh game
+
+    tally = Tally()
+    poller = LagPoller(svc)
+    poller.start()
+    shown = asyncio.create_task(progress("phase 1", tally, total, args.quiet))
+    order = iter(batches)  # the senders take the batches in turn
+
+    async def sender() -> None:
+        c = svc.conn()
+        for batch in order:
+            await svc.send_batch(c, batch, tally, poller)
+        c.close()
 
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-        for f in [pool.submit(send, i) for i in range(len(work.bodies))]:
-            f.result()
+    await asyncio.gather(*(sender() for _ in range(args.senders)))
     t_sent = time.perf_counter()
-    if bar:
-        bar.close()
-    log(f"all {len(work.bodies)} batches answered in {t_sent - t0:.2f} s; waiting for the boards ...")
+    shown.cancel()
+    log(f"phase 1: all {len(batches)} batches answered in {t_sent - t0:.2f} s; waiting for the boards ...")
+    t_end, max_queue_lag = await svc.drained(timeout=args.drain_timeout, label="phase 1")
+    await poller.finish()
 
-    max_lag_seen = 0.0
-    broker = redis.Redis.from_url(redis_url(args.redis_url))
-    with httpx.Client(base_url=args.url, timeout=10) as client:
-        deadline = time.perf_counter() + args.drain_timeout
-        queued, queued_since = -1, time.perf_counter()
-        while True:
-            ready = client.get("/health/ready").json()
-            lag = ready.get("queue_lag_s")
-            if lag == 0:
-                t_end = time.perf_counter()
-                break
-            max_lag_seen = max(max_lag_seen, lag or 0)
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"queue_lag_s still {lag} after {args.drain_timeout} s")
-            now_queued = broker.llen("scoring")
-            if now_queued != queued or now_queued == 0:
-                queued, queued_since = now_queued, time.perf_counter()
-            elif time.perf_counter() - queued_since > 60:
-                raise RuntimeError(f"{queued} apply tasks queued, none taken for 60 s: is a worker running?")
-            time.sleep(0.02)
-    broker.close()
-    with httpx.Client(base_url=args.url, timeout=10) as client:
-        # Exactness check on a sample of players (not timed).
-        rng = random.Random(1)
-        sample = rng.sample(sorted(p for p in work.expected if p.startswith("p")), min(300, len(work.expected)))
-        wrong = []
-        for pid in sample:
-            r = client.get(f"/api/v1/games/{game}/boards/all/players/{pid}")
-            got = r.json().get("score") if r.status_code == 200 else None
-            if got != work.expected[pid]:
-                wrong.append((pid, work.expected[pid], got, r.status_code))
-    poller.stop_when_empty.set()
-    poller.join(timeout=60)
-    if wrong:
-        log(f"MISMATCH on {len(wrong)}/{len(sample)} sampled players, e.g. {wrong[:5]}")
-    else:
-        log(f"verified {len(sample)} sampled players: exact totals on the `all` board")
-    accepted = statuses.get("accepted", 0)
+    expected = Counter()
+    for batch in batches:
+        for pid, pts, _ in batch.accepted:
+            expected[pid] += pts
+    wrong = []
+    for pid in sample:  # not timed
+        got = (await svc.board_score(conn, "all", pid) or 0) - before[pid]
+        if got != expected[pid]:
+            wrong.append({"player": pid, "expected": expected[pid], "got": got})
+    conn.close()
+    elapsed = t_end - t0
     return {
-        "events": work.n_events,
-        "accepted": accepted,
-        "statuses": dict(statuses),
+        "results": total,
+        "batches": len(batches),
+        "senders": args.senders,
         "send_s": t_sent - t0,
-        "elapsed_s": t_end - t0,
+        "elapsed_s": elapsed,
         "drain_after_send_s": t_end - t_sent,
-        "eps": work.n_events / (t_end - t0),
-        "accept_eps": work.n_events / (t_sent - t0),
-        "request_p50_s": percentile(request_s, 50),
-        "request_p99_s": percentile(request_s, 99),
-        "lags": poller.lags,
-        "lag_polls": poller.polls,
-        "lag_lost": poller.lost,
-        "max_queue_lag_s": max_lag_seen,
-        "mismatches": len(wrong),
+        "max_queue_lag_s": max_queue_lag,
+        "eps": tally.accepted / elapsed,
+        "accept_eps": tally.accepted / (t_sent - t0),
+        **tally.figures(),
+        **poller.figures(),
         "verified": len(sample),
+        "mismatches": len(wrong),
+        "mismatch_examples": wrong[:10],
     }
 
 
-# --------------------------------------------------------------------------- raw Lua limit
-def raw_limit(args, work: Workload) -> dict:
-    """The worker's Redis work alone: same script, same KEYS/ARGV layout, same grouping."""
-    r = redis.Redis.from_url(redis_url(args.redis_url), decode_responses=True)
-    script = r.register_script(LUA.read_text())
-    prefix = f"benchraw{work.run_tag}"
-    game, season, day, week = "bench", 1, "2026-10-13", "2026-W42"
-    span = 1 << args.time_bits
-    max_points = (1 << (53 - args.time_bits)) - 1
+# --------------------------------------------------------------------------- phase 2: offered load
+async def offered(args, svc: Service, batches: list[Batch]) -> dict:
+    rate, inflight = args.offered_rate, args.offered_inflight
+    interval = args.batch / rate
+    idle: asyncio.Queue[Conn] = asyncio.Queue()
+    for _ in range(inflight):
+        c = svc.conn()
+        await svc.call(c, "GET", "/health/live")  # connected before the schedule starts
+        idle.put_nowait(c)
+    tally = Tally()
+    poller = LagPoller(svc)
+    poller.start()
+    from_schedule: list[float] = []
+    late: list[float] = []
+    tasks: set[asyncio.Task] = set()
+    gave_up_after: float | None = None
 
-    def board_key(board: str, region: str, period: str = "-") -> str:
-        return f"{prefix}:b:{game}:{season}:{board}:{region}:{period}"
+    async def one(conn: Conn, batch: Batch, scheduled: float) -> None:
+        try:
+            await svc.send_batch(conn, batch, tally, poller)
+            from_schedule.append(time.perf_counter() - scheduled)
+        finally:
+            idle.put_nowait(conn)
 
-    tasks = []  # one pipeline per task: a list of (keys, argv) per group
-    event_id = 1_000_000
-    for start in range(0, work.n_events, ENQUEUE_CHUNK):
-        chunk = work.events[start : start + ENQUEUE_CHUNK]
-        groups: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-        for pid, pts, reg in chunk:
-            groups[reg].append((event_id, pid, pts))
-            event_id += 1
-        calls = []
-        for reg, rows in groups.items():
-            sums, bests = [], []
-            for rg in ("global", reg):  # boards_for(): global then the region; all, daily, weekly, monthly; best
-                sums += [
-                    board_key("all", rg),
-                    board_key("daily", rg, day),
-                    board_key("weekly", rg, week),
-                    board_key("monthly", rg, day[:7]),
-                ]
-                bests.append(board_key("best", rg))
-            boards = sums + bests
-            ttls = [0, DAY_TTL, WEEK_TTL, MONTH_TTL] * 2 + [0, 0]
-            for s in range(0, len(rows), APPLY_CHUNK):
-                keys = [f"{prefix}:pause:{game}", f"{prefix}:hidden:{game}", *boards]
-                dedup_index: dict[str, int] = {}
-                argv: list = [span, max_points, len(sums), len(bests), 0, DEDUP_TTL, *ttls]
-                for eid, pid, pts in rows[s : s + APPLY_CHUNK]:
-                    dkey = f"{prefix}:dd:{eid // DEDUP_GROUP}"
-                    if dkey not in dedup_index:
-                        keys.append(dkey)
-                        dedup_index[dkey] = len(keys)
-                    argv += [eid, dedup_index[dkey], str(eid % DEDUP_GROUP), pid, pts, 3600 + eid % 600]
-                calls.append((keys, argv))
-        tasks.append(calls)
-
-    applied = 0
     t0 = time.perf_counter()
-    for calls in tasks:
-        pipe = r.pipeline(transaction=False)
-        for keys, argv in calls:
-            script(keys=keys, args=argv, client=pipe)
-        for reply in pipe.execute():
-            applied += int(reply[1])
+    for i, batch in enumerate(batches):
+        scheduled = t0 + i * interval
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        conn = await idle.get()
+        behind = time.perf_counter() - scheduled
+        late.append(behind)
+        if behind > args.offered_give_up_s:  # the service cannot take it: stop rather than queue for minutes
+            gave_up_after = time.perf_counter() - t0
+            idle.put_nowait(conn)
+            break
+        task = asyncio.create_task(one(conn, batch, scheduled))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+    t_sent = time.perf_counter()
+    while not idle.empty():
+        idle.get_nowait().close()
+    t_end, max_queue_lag = await svc.drained(timeout=args.drain_timeout, label="phase 2")
+    await poller.finish()
+
+    sent = len(from_schedule)
+    # Each batch stands for one interval of the schedule: a run that keeps to it is not credited
+    # with its last batch early.
+    elapsed = max(tally.last_answer - t0, sent * interval) if sent else float("nan")
+    achieved = tally.accepted / elapsed if sent else 0.0
+    max_behind = max(late, default=0.0)
+    kept_up = gave_up_after is None and achieved >= 0.95 * rate and max_behind < 1.0
+    return {
+        "offered_rate": rate,
+        "seconds": args.offered_seconds,
+        "inflight": inflight,
+        "batches_due": len(batches),
+        "batches_sent": sent,
+        "gave_up_after_s": gave_up_after,
+        "elapsed_s": elapsed,
+        "achieved_accept_rate": achieved,
+        "behind_schedule_max_s": max_behind,
+        "behind_schedule_last_s": late[-1] if late else 0.0,
+        "late_sends": sum(1 for x in late if x > 0.005),
+        "from_schedule_p99_ms": percentile(from_schedule, 99) * 1000,
+        "drain_after_send_s": t_end - t_sent,
+        "max_queue_lag_s": max_queue_lag,
+        "kept_up": kept_up,
+        **tally.figures(),
+        **poller.figures(),
+    }
+
+
+# --------------------------------------------------------------------------- phase 3: single results
+async def singles(args, svc: Service) -> dict:
+    rng = random.Random(args.seed + 3)
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
+    conns = [svc.conn() for _ in range(args.single_connections)]
+    await asyncio.gather(*(svc.call(c, "GET", "/health/live") for c in conns))  # connect, not measured
+    deadline = time.perf_counter() + args.single_seconds
+
+    async def worker(conn: Conn) -> None:
+        while True:
+            n = rng.randrange(1, args.players + 1)
+            pid = player_id(n)
+            body = json.dumps(
+                {
+                    "played_at": now_iso(),
+                    "duration_s": DURATION_S,
+                    "results": [
+                        {
+                            "player_id": pid,
+                            "points": rng.randint(0, MAX_POINTS),
+                            "display_name": pid.upper(),
+                            "region": region_of(n),
+                        }
+                    ],
+                },
+                separators=(",", ":"),
+            ).encode()
+            path = f"/api/v1/games/{svc.game}/matches/{uuid.uuid4()}/results"
+            t = time.perf_counter()
+            if t >= deadline:
+                return
+            status, content = await svc.post_signed(conn, path, body)
+            if status == 202:
+                latencies.append(time.perf_counter() - t)
+                outcomes[json.loads(content)["results"][0]["status"]] += 1
+            else:
+                errors[str(status)] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in conns))
     elapsed = time.perf_counter() - t0
-    n_calls = sum(len(c) for c in tasks)
+    for c in conns:
+        c.close()
+    t_end, _ = await svc.drained(timeout=args.drain_timeout, label="phase 3")
+    return {
+        "connections": args.single_connections,
+        "elapsed_s": elapsed,
+        "rps": len(latencies) / elapsed,
+        "ok": len(latencies),
+        "p50_ms": percentile(latencies, 50) * 1000,
+        "p99_ms": percentile(latencies, 99) * 1000,
+        "errors": sum(errors.values()),
+        "error_statuses": dict(errors),
+        "result_statuses": dict(outcomes),
+        "drain_after_s": t_end - t0 - elapsed,
+    }
+
+
+# --------------------------------------------------------------------------- phase 4: the raw limit
+def raw_limit(args, game: str, batches: list[Batch]) -> dict:
+    """Phase 1's accepted results through boards.writer.events_apply, called as the worker calls
+    it, on keys under a private prefix (deleted afterwards)."""
+    prefix = f"benchraw{secrets.token_hex(4)}"
+    os.environ["REDIS_KEY_PREFIX"] = prefix  # before django.setup(): settings read it at import
+    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard_site.settings.base"
+    os.environ["REDIS_URL"] = redis_url(args.redis_url)
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connections
+
+    from boards.writer import EventRow, events_apply
+    from common.redis import client
+    from scoring.services import ENQUEUE_CHUNK
+    from seasons.selectors import game_get, season_containing, seasons_of
+
+    if settings.REDIS_KEY_PREFIX != prefix:
+        raise RuntimeError(f"the settings use key prefix {settings.REDIS_KEY_PREFIX!r}, not {prefix!r}")
+    found = game_get(slug=game)
+    if found is None:
+        raise RuntimeError(f"game {game} not in the database")
+    played_at = datetime.fromisoformat(batches[0].played_at.replace("Z", "+00:00"))
+    season = season_containing(seasons=seasons_of(game=found), played_at=played_at)
+    if season is None:
+        raise RuntimeError(f"game {game} has no season containing {played_at}")
+
+    accepted_at = datetime.now(UTC)
+    tasks: list[list[EventRow]] = []  # one per apply task: a request's accepted events, in chunks
+    event_id = 10**12
+    for batch in batches:
+        for start in range(0, len(batch.accepted), ENQUEUE_CHUNK):
+            rows = []
+            for pid, pts, region in batch.accepted[start : start + ENQUEUE_CHUNK]:
+                rows.append(
+                    EventRow(
+                        id=event_id,
+                        season_id=season.id,
+                        player_id=pid,
+                        points=pts,
+                        accepted_at=accepted_at,
+                        day=played_at.date(),
+                        region=region,
+                    )
+                )
+                event_id += 1
+            tasks.append(rows)
+    n = sum(len(t) for t in tasks)
+    applied = skipped = 0
+    t0 = time.perf_counter()
+    for rows in tasks:
+        report = events_apply(events=rows, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK)
+        applied += report.applied
+        skipped += report.skipped + report.paused + report.overflow
+    elapsed = time.perf_counter() - t0
+
+    r = client()
     deleted = 0
+    pipe = r.pipeline(transaction=False)
     for key in r.scan_iter(match=f"{prefix}:*", count=5000):
-        deleted += r.delete(key)
-    r.close()
-    if applied != work.n_events:
-        log(f"raw: applied {applied} of {work.n_events} (expected all)")
-    return {"eps": work.n_events / elapsed, "elapsed_s": elapsed, "calls": n_calls, "keys_deleted": deleted}
+        pipe.unlink(key)
+        if len(pipe) >= 1000:
+            deleted += sum(pipe.execute())
+    deleted += sum(pipe.execute())
+    left = sum(1 for _ in r.scan_iter(match=f"{prefix}:*", count=5000))
+    connections.close_all()
+    if applied != n:
+        log(f"phase 4: the writer applied {applied} of {n} events ({skipped} skipped, paused or overflowing)")
+    if left:
+        log(f"phase 4: WARNING: {left} keys under {prefix}: left")
+    return {
+        "events": n,
+        "applied": applied,
+        "calls": len(tasks),
+        "apply_chunk": settings.SCORING_APPLY_CHUNK,
+        "enqueue_chunk": ENQUEUE_CHUNK,
+        "season": season.id,
+        "elapsed_s": elapsed,
+        "eps": n / elapsed if elapsed else float("nan"),
+        "key_prefix": prefix,
+        "keys_deleted": deleted,
+        "keys_left": left,
+    }
 
 
-# --------------------------------------------------------------------------- memory
+# --------------------------------------------------------------------------- phase 5: memory
 def memory(args) -> dict:
     r = redis.Redis.from_url(redis_url(args.redis_url))
     prefix = f"benchmem{random.randrange(1 << 30):x}"
     n = args.memory_members
     rng = random.Random(7)
     zkey = f"{prefix}:b:bench:1:all:global:-"
+    dedup_group = 128  # boards.keys.DEDUP_GROUP
+    dedup_ttl = 6 * 3600  # settings.SCORING_DEDUP_TTL_S
 
     def used() -> int:
         return int(r.info("memory")["used_memory"])
@@ -340,21 +647,22 @@ def memory(args) -> dict:
     keys = set()
     for i in range(n):
         eid = base_id + i
-        key = f"{prefix}:dd:{eid // DEDUP_GROUP}"
-        pipe.hset(key, str(eid % DEDUP_GROUP), "1")
+        key = f"{prefix}:dd:{eid // dedup_group}"
+        pipe.hset(key, str(eid % dedup_group), "1")
         keys.add(key)
         if len(pipe) >= 10_000:
             pipe.execute()
     for key in keys:
-        pipe.expire(key, DEDUP_TTL)  # the service sets a TTL on every dedup hash
+        pipe.expire(key, dedup_ttl)  # the service sets a TTL on every dedup hash
     pipe.execute()
     after_dd = used()
     sample_key = next(iter(keys))
     dd_usage = int(r.memory_usage(sample_key, samples=0))
     dd_enc = r.object("encoding", sample_key)
     r.delete(zkey)
-    for start in range(0, len(keys), 1000):
-        r.delete(*list(keys)[start : start + 1000])
+    ordered = list(keys)
+    for start in range(0, len(ordered), 1000):
+        r.delete(*ordered[start : start + 1000])
     r.close()
     return {
         "members": n,
@@ -368,72 +676,204 @@ def memory(args) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- output
+def out(line: str) -> None:
+    print(line, flush=True)
+
+
+def statuses(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
+
+
+def cpu_line(label: str, p: dict) -> str:
+    cpu = p["self_cpu_s"] + p["children_cpu_s"]
+    share = cpu / p["wall_s"] if p["wall_s"] else 0.0
+    return f"{label} load generator: {cpu:.1f} s CPU in {p['wall_s']:.1f} s = {share * 100:.0f}% of one core"
+
+
+def lag_text(f: dict) -> str:
+    lost = f", {f['lag_lost']} never seen" if f["lag_lost"] else ""
+    errors = f", poll errors {f['lag_poll_errors']}" if f["lag_poll_errors"] else ""
+    return f"lag p50 {f['lag_p50_ms']:.0f} ms p99 {f['lag_p99_ms']:.0f} ms ({f['lag_samples']} sentinels{lost}{errors})"
+
+
 # --------------------------------------------------------------------------- main
+async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[dict, list[Batch]]:
+    """Phases 1 to 3; returns their figures and phase 1's batches (for phase 4)."""
+    figures: dict = {}
+    rng = random.Random(args.seed)
+    batches = batches_make(
+        rng=rng,
+        events=args.events,
+        size=args.batch,
+        players=args.players,
+        sample_every=args.sample_every,
+        tag=f"{tag}-1",
+    )
+    log(f"phase 1: max rate, {args.events} results in {len(batches)} batches of {args.batch}, {args.senders} senders")
+    with meter.phase("1"):
+        p1 = await max_rate(args, svc, batches)
+    figures["max_rate"] = p1
+    out(
+        f"phase 1 max rate: {p1['eps']:.0f} events/s end-to-end ({p1['results_accepted']} accepted results, "
+        f"first request -> all on the boards in {p1['elapsed_s']:.2f} s; boards caught up "
+        f"{p1['drain_after_send_s']:.2f} s after the last answer)"
+    )
+    out(
+        f"phase 1 max rate: accepted {p1['accept_eps']:.0f} results/s while sending "
+        f"({p1['accepted_share'] * 100:.2f}% of {p1['results_sent']} accepted), request p50 "
+        f"{p1['request_p50_ms']:.0f} ms p99 {p1['request_p99_ms']:.0f} ms; batches {statuses(p1['batch_statuses'])}; "
+        f"results {statuses(p1['result_statuses'])}"
+    )
+    exact = (
+        f"exact totals for {p1['verified']} sampled players on `all`"
+        if not p1["mismatches"]
+        else f"MISMATCH on {p1['mismatches']} of {p1['verified']} sampled players, e.g. {p1['mismatch_examples'][:3]}"
+    )
+    out(f"phase 1 max rate: {lag_text(p1)}; {exact}")
+    out(cpu_line("phase 1", meter.phases["1"]))
+
+    if args.offered_seconds > 0:
+        due = max(1, round(args.offered_rate * args.offered_seconds / args.batch))
+        batches2 = batches_make(
+            rng=rng,
+            events=due * args.batch,
+            size=args.batch,
+            players=args.players,
+            sample_every=args.offered_sample_every,
+            tag=f"{tag}-2",
+        )
+        log(
+            f"phase 2: offered {args.offered_rate:g} results/s for {args.offered_seconds:g} s "
+            f"({len(batches2)} batches of {args.batch}, at most {args.offered_inflight} in flight)"
+        )
+        with meter.phase("2"):
+            p2 = await offered(args, svc, batches2)
+        figures["offered"] = p2
+        if p2["kept_up"]:
+            verdict = "kept up"
+        else:
+            why = []
+            if p2["gave_up_after_s"] is not None:
+                why.append(
+                    f"gave up after {p2['gave_up_after_s']:.1f} s "
+                    f"({p2['batches_sent']} of {p2['batches_due']} batches sent)"
+                )
+            if p2["achieved_accept_rate"] < 0.95 * args.offered_rate:
+                why.append(f"only {p2['achieved_accept_rate']:.0f} of {args.offered_rate:g} results/s accepted")
+            if p2["behind_schedule_max_s"] >= 1.0:
+                why.append(f"senders fell {p2['behind_schedule_max_s']:.1f} s behind schedule")
+            verdict = f"the service did NOT keep up with {args.offered_rate:g} events/s: {'; '.join(why)}"
+        out(
+            f"phase 2 offered {args.offered_rate:g} events/s for {args.offered_seconds:g} s: "
+            f"accepted {p2['achieved_accept_rate']:.0f} events/s ({p2['accepted_share'] * 100:.2f}% of results "
+            f"accepted), request p50 {p2['request_p50_ms']:.0f} ms p99 {p2['request_p99_ms']:.0f} ms, "
+            f"{lag_text(p2)}, behind schedule max {p2['behind_schedule_max_s']:.2f} s "
+            f"({p2['late_sends']} late sends); batches {statuses(p2['batch_statuses'])}; "
+            f"boards caught up {p2['drain_after_send_s']:.2f} s after the last answer; {verdict}"
+        )
+        out(cpu_line("phase 2", meter.phases["2"]))
+
+    if args.single_seconds > 0:
+        log(f"phase 3: single-result POSTs, {args.single_connections} connections, {args.single_seconds:g} s")
+        with meter.phase("3"):
+            p3 = await singles(args, svc)
+        figures["singles"] = p3
+        log(
+            f"phase 3: {p3['ok']} answered 202 (results {statuses(p3['result_statuses'])}), errors "
+            f"{statuses(p3['error_statuses'])}; boards caught up {p3['drain_after_s']:.2f} s after the last answer"
+        )
+        out(
+            f"singles: {p3['rps']:.0f} requests/s, p50 {p3['p50_ms']:.1f} ms, p99 {p3['p99_ms']:.1f} ms, "
+            f"errors {p3['errors']}"
+        )
+        out(cpu_line("phase 3", meter.phases["3"]))
+    return figures, batches
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--game")
     parser.add_argument("--key-id")
     parser.add_argument("--secret")
-    parser.add_argument("--events", type=int, default=200_000, help="results to submit (2 per match)")
-    parser.add_argument("--batch", type=int, default=1000, help="matches per request (API max 1000)")
-    parser.add_argument("--players", type=int, default=50_000)
-    parser.add_argument("--concurrency", type=int, default=4, help="concurrent requests")
-    parser.add_argument("--sample-every", type=int, default=5, help="every Nth batch carries a lag sentinel")
-    parser.add_argument("--drain-timeout", type=float, default=600)
+    parser.add_argument("--events", type=int, default=300_000, help="results sent in phase 1 (one per match)")
+    parser.add_argument("--players", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=500, help="one-result matches per batch (API max 1000)")
+    parser.add_argument("--senders", type=int, default=4, help="concurrent senders of phase 1")
+    parser.add_argument("--sample-every", type=int, default=2, help="phase 1: every Nth batch carries a sentinel")
+    parser.add_argument("--verify", type=int, default=300, help="players sampled for the exactness check")
+    parser.add_argument("--offered-rate", type=float, default=10_000, help="phase 2: results/s offered")
+    parser.add_argument("--offered-seconds", type=float, default=20, help="phase 2 length; 0 skips it")
+    parser.add_argument("--offered-inflight", type=int, default=8, help="phase 2: batches in flight at most")
+    parser.add_argument("--offered-sample-every", type=int, default=1, help="phase 2: sentinel every Nth batch")
+    parser.add_argument("--offered-give-up-s", type=float, default=10, help="phase 2 stops when sends run this late")
+    parser.add_argument("--single-connections", type=int, default=32, help="phase 3 connections")
+    parser.add_argument("--single-seconds", type=float, default=15, help="phase 3 length; 0 skips it")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds one request may take")
+    parser.add_argument("--drain-timeout", type=float, default=600, help="seconds to wait for the boards")
     parser.add_argument("--redis-url", help="default: $REDIS_URL or redis://127.0.0.1:6379/0")
-    parser.add_argument("--time-bits", type=int, default=23, help="season time bits (90 days + 1 h grace: 23)")
-    parser.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True, help="phase 5")
     parser.add_argument("--memory-members", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args()
     args.url = args.url.rstrip("/")
+    if args.events <= 0 or not 1 <= args.batch <= 1000 or args.senders <= 0 or args.players < 1:
+        raise SystemExit("--events, --senders and --players must be positive, --batch 1..1000")
+    if args.offered_seconds > 0 and (args.offered_rate <= 0 or args.offered_inflight <= 0):
+        raise SystemExit("--offered-rate and --offered-inflight must be positive")
 
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest")
-    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
-    work = Workload(
-        events=args.events, batch=args.batch, players=args.players, sample_every=args.sample_every, seed=seed
-    )
-    log(f"{work.n_events} events in {len(work.bodies)} batches, {args.players} players, game {game}")
+    args.seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    tag = f"{args.seed:x}"
+    log(f"game {game}, {args.players} players, seed {args.seed}")
     log(f"load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
 
-    e2e = end_to_end(args, work, game, key_id, secret)
-    lags_ms = [x * 1000 for x in e2e["lags"]]
-    log(
-        f"end to end: {e2e['events']} events in {e2e['elapsed_s']:.2f} s = {e2e['eps']:.0f} events/s "
-        f"(answered in {e2e['send_s']:.2f} s = {e2e['accept_eps']:.0f} events/s accepted; "
-        f"boards caught up {e2e['drain_after_send_s']:.2f} s after the last answer; "
-        f"request p50 {e2e['request_p50_s'] * 1000:.0f} ms p99 {e2e['request_p99_s'] * 1000:.0f} ms; "
-        f"statuses {e2e['statuses']}; max queue_lag_s seen {e2e['max_queue_lag_s']})"
+    svc = Service(args, game, key_id, secret)
+    meter = CpuMeter()
+    figures, batches = asyncio.run(http_phases(args, svc, meter, tag))
+    p1 = figures["max_rate"]
+
+    log("phase 4: raw limit, phase 1's accepted results through boards.writer.events_apply (private key prefix)")
+    with meter.phase("4"):
+        raw = raw_limit(args, game, batches)
+    figures["raw"] = raw
+    out(
+        f"phase 4 raw: {raw['events']} events through boards.writer.events_apply in {raw['elapsed_s']:.2f} s "
+        f"({raw['calls']} calls as the worker makes them, chunk {raw['apply_chunk']}) = {raw['eps']:.0f} events/s"
     )
-    log(f"lag samples: {len(lags_ms)} ({', '.join(f'{x:.0f}' for x in sorted(lags_ms))} ms)")
+    out(cpu_line("phase 4 (the writer itself)", meter.phases["4"]))
 
-    raw = raw_limit(args, work)
-    log(f"raw Lua: {work.n_events} events in {raw['elapsed_s']:.2f} s ({raw['calls']} EVALSHA) = {raw['eps']:.0f} /s")
-
-    mem = None
     if args.memory:
-        mem = memory(args)
-        print(
+        with meter.phase("5"):
+            mem = memory(args)
+        figures["memory"] = mem
+        out(
             f"memory: board {mem['zset_bytes_per_member']:.1f} bytes/member (used_memory delta; MEMORY USAGE "
             f"{mem['zset_memory_usage_per_member']:.1f}, {mem['zset_encoding']}, {mem['members']} members), "
             f"dedup {mem['dedup_bytes_per_marker']:.1f} bytes/marker ({mem['dedup_hashes']} {mem['dedup_encoding']} "
-            f"hashes of 128, MEMORY USAGE {mem['dedup_hash_memory_usage']} bytes each)",
-            flush=True,
+            f"hashes of 128, MEMORY USAGE {mem['dedup_hash_memory_usage']} bytes each)"
         )
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"game": game, "end_to_end": e2e, "raw": raw, "memory": mem}, indent=2, default=str)
-        )
-    print(
-        f"ingest: {e2e['eps']:.0f} events/s end-to-end, raw {raw['eps']:.0f} events/s, "
-        f"ratio {e2e['eps'] / raw['eps']:.2f}, lag p50 {percentile(lags_ms, 50):.0f} ms, "
-        f"lag p99 {percentile(lags_ms, 99):.0f} ms",
-        flush=True,
+        out(cpu_line("phase 5", meter.phases["5"]))
+
+    ratio = p1["eps"] / raw["eps"] if raw["eps"] else float("nan")
+    summary = (
+        f"ingest: {p1['eps']:.0f} events/s end-to-end, raw {raw['eps']:.0f} events/s, ratio {ratio:.2f}, "
+        f"lag p99 {p1['lag_p99_ms']:.0f} ms"
     )
-    if e2e["mismatches"]:
+    if args.json:
+        figures.update(
+            game=game,
+            config={k: v for k, v in vars(args).items() if k not in ("secret", "key_id")},
+            ratio=ratio,
+            load_generator={**meter.totals(), "phases": meter.phases},
+            summary=summary,
+        )
+        Path(args.json).write_text(json.dumps(figures, indent=2, default=str))
+    out(summary)
+    if p1["mismatches"]:
         sys.exit(1)
 
 

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # `make bench`: start a private service stack (web + worker + beat) on BENCH_PORT, run the ingest and
 # read benchmarks against it, stop everything this script started. Uses the normal DATABASE_URL /
-# REDIS_URL defaults (the services `make services` provides).
+# REDIS_URL defaults (the services `make services` provides). BENCH_ONLY=ingest or BENCH_ONLY=reads
+# runs one of the two.
 #
-#   BENCH_PORT=8765 BENCH_INGEST_ARGS="--events 200000" BENCH_READS_ARGS="--seconds 10" bash scripts/bench.sh
+#   BENCH_PORT=8765 BENCH_INGEST_ARGS="--events 300000" BENCH_READS_ARGS="--seconds 10" bash scripts/bench.sh
+#   BENCH_ONLY=ingest BENCH_INGEST_ARGS="--events 20000 --offered-seconds 3 --single-seconds 3 --no-memory" \
+#       bash scripts/bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 export PATH="$ROOT/.venv/bin:$PATH"
 export DJANGO_SETTINGS_MODULE=leaderboard_site.settings.base
 export LOG_LEVEL="${LOG_LEVEL:-WARNING}"
-# One load generator sends for 50,000 players from one key: the anti-cheat buckets (default 5
-# results per player, 50 requests/s per key) would quarantine or refuse most of it. 0 = off.
-export PLAYER_BUCKET_BURST="${PLAYER_BUCKET_BURST:-0}" KEY_RATE_PER_S="${KEY_RATE_PER_S:-0}"
-export READ_RATE_PER_S="${READ_RATE_PER_S:-0}"  # the read benchmark comes from one address
+# The anti-cheat runs as shipped (the per-player buckets included: what they hold is reported).
+# Only the per-key request bucket is raised, through its documented setting: the benchmark is one
+# high-volume match server sending everything with one server key, far above the default 50
+# requests/s a key gets. Raised, not switched off (0), so its cost stays in the figures.
+export KEY_RATE_PER_S="${KEY_RATE_PER_S:-100000}" KEY_RATE_BURST="${KEY_RATE_BURST:-100000}"
+# The read benchmark (and the ingest lag poller) reads from one address: the per-address read
+# bucket is raised the same way, not switched off.
+export READ_RATE_PER_S="${READ_RATE_PER_S:-100000}" READ_RATE_BURST="${READ_RATE_BURST:-100000}"
+ONLY="${BENCH_ONLY:-all}"
+case "$ONLY" in
+    all | ingest | reads) ;;
+    *) echo "bench: BENCH_ONLY must be ingest or reads (or unset for both)" >&2; exit 2 ;;
+esac
 PORT="${BENCH_PORT:-8765}"
 URL="http://127.0.0.1:${PORT}"
 LOGS="$ROOT/var/bench"
@@ -66,7 +78,11 @@ done
 sleep 2  # let the worker connect to the broker
 
 echo "bench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-# shellcheck disable=SC2086
-python bench/ingest.py --url "$URL" --json "$LOGS/ingest.json" ${BENCH_INGEST_ARGS:-}
-# shellcheck disable=SC2086
-python bench/reads.py --url "$URL" --json "$LOGS/reads.json" ${BENCH_READS_ARGS:-}
+if [ "$ONLY" != reads ]; then
+    # shellcheck disable=SC2086
+    python bench/ingest.py --url "$URL" --json "$LOGS/ingest.json" ${BENCH_INGEST_ARGS:-}
+fi
+if [ "$ONLY" != ingest ]; then
+    # shellcheck disable=SC2086
+    python bench/reads.py --url "$URL" --json "$LOGS/reads.json" ${BENCH_READS_ARGS:-}
+fi
