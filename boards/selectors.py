@@ -26,6 +26,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from common.db import rows_by_keys
 from common.redis import client, lua_path, lua_script
 from seasons.catalog import catalog_get
 from seasons.models import Game, Season
@@ -576,11 +577,15 @@ def game_regions(*, season: Season | None) -> list[str]:
 
 def season_regions_of(*, season: Season, player_ids: Iterable[str]) -> dict[str, str]:
     """The region each of these players counts in for the season (those who have one)."""
-    return dict(
-        SeasonRegion.objects.filter(season_id=season.id, player_id__any=list(player_ids)).values_list(
-            "player_id", "region"
-        )
+    rows = rows_by_keys(
+        SeasonRegion._meta.db_table,
+        ["player_id", "region"],
+        equal={"season_id": season.id},
+        key="player_id",
+        key_type="text",
+        keys=player_ids,
     )
+    return {str(pid): str(region) for pid, region in rows}
 
 
 @dataclass(frozen=True)

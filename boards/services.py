@@ -7,11 +7,12 @@ region moves) are scoring/players.py, which calls these.
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
 
-from common.db import insert_rows
+from common.db import insert_rows, rows_by_keys
 from seasons.models import Game, Season
 
 from . import writer
@@ -34,12 +35,7 @@ def players_register(
     for player_id, name, region in profiles:
         old_name, old_region = wanted.get(player_id, (None, None))
         wanted[player_id] = (old_name or name, old_region or region)
-    known: dict[str, Profile] = {
-        pid: (name, region)
-        for pid, name, region in Player.objects.filter(game=game, player_id__any=list(wanted)).values_list(
-            "player_id", "display_name", "region"
-        )
-    }
+    known: dict[str, Profile] = {pid: (name, region) for pid, name, region in _profiles(game, wanted)}
     missing = sorted(pid for pid in wanted if pid not in known)
     new_names: dict[str, str] = {}
     if missing:
@@ -65,12 +61,7 @@ def players_register(
                 new_names[pid] = wanted[pid][0]  # type: ignore[assignment]
         raced = [pid for pid in missing if pid not in known]
         if raced:  # created by a concurrent batch a moment ago
-            known.update(
-                (pid, (name, region))
-                for pid, name, region in Player.objects.filter(game=game, player_id__any=raced).values_list(
-                    "player_id", "display_name", "region"
-                )
-            )
+            known.update((pid, (name, region)) for pid, name, region in _profiles(game, raced))
     for pid in sorted(wanted):
         name, region = known[pid]
         want_name, want_region = wanted[pid]
@@ -85,6 +76,18 @@ def players_register(
             region = want_region
         known[pid] = (name, region)
     return known, new_names
+
+
+def _profiles(game: Game, player_ids: Iterable[str]) -> list[tuple[Any, ...]]:
+    """(player_id, display_name, region) of those players of the game that exist."""
+    return rows_by_keys(
+        Player._meta.db_table,
+        ["player_id", "display_name", "region"],
+        equal={"game_id": game.id},
+        key="player_id",
+        key_type="text",
+        keys=player_ids,
+    )
 
 
 def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """The write path: signed matches into the ledger, in one transaction, then queued for the boards.
 
 Every refused match stores nothing; every 2xx answer is sent only after its transaction commits.
-Side effects (the apply task, display names in Redis) run on commit; the relay covers a crash
-between commit and enqueue.
+Side effects (the apply task, display names in Redis) run on commit; the apply tasks of a process's
+requests are gathered for a few ms (apply_buffer.py); the relay covers a crash between commit and
+enqueue.
 """
 
 import hashlib
@@ -15,6 +16,7 @@ from typing import Any, NamedTuple
 
 import orjson
 import redis
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,12 +26,13 @@ from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
 from boards.writer import names_store
-from common.db import copy_rows, ids_take, insert_rows
+from common.db import copy_rows, ids_take, insert_rows, rows_by_keys
 from common.metrics import count
 from seasons.models import Game, Season
 from seasons.periods import week_label
 from seasons.selectors import season_containing, seasons_of
 
+from .apply_buffer import ApplyBuffer
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .validation import Errors, MatchIn
 
@@ -151,19 +154,14 @@ def _submit_once(
 
     seasons = seasons_of(game=game)
     hashes = {i: content_hash(m) for i, m in valid}
-    earlier = {
-        s.match_id: s
-        for s in MatchSubmission.objects.filter(game=game, match_id__any=[m.match_id for _, m in valid]).only(
-            "match_id", "content_hash", "answer"
-        )
-    }
+    earlier = _earlier_submissions(game, [m.match_id for _, m in valid])
     pending: list[_Pending] = []
     first_in_batch: dict[uuid.UUID, int] = {}
     for i, match in valid:
         mid = str(match.match_id)
         if match.match_id in earlier:
-            sub = earlier[match.match_id]
-            outcomes[i] = _replay_or_conflict(sub.content_hash, sub.answer, hashes[i], mid)
+            first_hash, first_answer = earlier[match.match_id]
+            outcomes[i] = _replay_or_conflict(first_hash, first_answer, hashes[i], mid)
             continue
         if match.match_id in first_in_batch:
             continue  # answered below, once the first copy has its answer
@@ -178,7 +176,7 @@ def _submit_once(
     if pending:
         accepted_ids, new_names = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
         if accepted_ids:
-            transaction.on_commit(lambda: enqueue_apply(accepted_ids), robust=True)
+            transaction.on_commit(lambda: apply_soon(accepted_ids), robust=True)
         if new_names:  # after the transaction: readers find the name with the player's first result
             _names_store(game=game, names=new_names)
 
@@ -192,6 +190,22 @@ def _submit_once(
             else:
                 outcomes[i] = first_outcome
     return [o for o in outcomes if o is not None]
+
+
+def _earlier_submissions(game: Game, match_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, dict[str, Any]]]:
+    """The first submission of each match id already stored: (content hash, answer)."""
+    rows = rows_by_keys(
+        MatchSubmission._meta.db_table,
+        ["match_id", "content_hash", "answer"],
+        equal={"game_id": game.id},
+        key="match_id",
+        key_type="uuid",
+        keys=match_ids,
+    )
+    return {
+        match_id: (content, orjson.loads(answer) if isinstance(answer, str) else answer)
+        for match_id, content, answer in rows
+    }
 
 
 @transaction.atomic
@@ -437,3 +451,17 @@ def enqueue_apply(event_ids: list[int]) -> None:
 
     for start in range(0, len(event_ids), ENQUEUE_CHUNK):
         apply_events.apply_async(args=(event_ids[start : start + ENQUEUE_CHUNK],), retry=False)
+
+
+_apply_buffer = ApplyBuffer(linger_s=settings.SCORING_ENQUEUE_LINGER_MS / 1000, chunk=ENQUEUE_CHUNK, send=enqueue_apply)
+
+
+def apply_soon(event_ids: list[int]) -> None:
+    """Queue accepted events with those other requests of this process commit in the next few ms
+    (apply_buffer.py): one task for many requests."""
+    _apply_buffer.add(event_ids)
+
+
+def apply_flush() -> None:
+    """Send what this process has gathered for the apply queue now."""
+    _apply_buffer.flush()

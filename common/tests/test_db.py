@@ -4,7 +4,7 @@ rolled-back transaction took back."""
 import pytest
 from django.db import connection, transaction
 
-from common.db import copy_rows, ids_take, insert_rows
+from common.db import copy_rows, ids_take, insert_rows, rows_by_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,3 +56,12 @@ def test_copy_rows_with_ids_taken_from_the_sequence(scratch_table):
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM scratch_rows ORDER BY id")
         assert [row[0] for row in cursor.fetchall()] == sorted(ids)
+
+
+def test_rows_by_keys_finds_each_key_once_and_skips_the_missing(scratch_table):
+    copy_rows(scratch_table, ["slug", "note"], [("a", "x"), ("b", "y"), ("c", "x")])
+    found = rows_by_keys(
+        scratch_table, ["slug", "note"], equal={"note": "x"}, key="slug", key_type="text", keys=["a", "a", "b", "c", "z"]
+    )
+    assert sorted(found) == [("a", "x"), ("c", "x")]
+    assert rows_by_keys(scratch_table, ["slug"], equal={}, key="slug", key_type="text", keys=[]) == []

@@ -71,7 +71,7 @@ DATABASES = {
             "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_S", 3),
             "pool": {
                 "min_size": env_int("DATABASE_POOL_MIN", 1),
-                "max_size": env_int("DATABASE_POOL_MAX", 10),
+                "max_size": env_int("DATABASE_POOL_MAX", 10),  # above DJANGO_CONCURRENCY: room for jobs
                 # A request waits this long for a connection, then answers 503 (the ledger is unavailable).
                 "timeout": env_float("DATABASE_POOL_TIMEOUT_S", 1.0),
             },
@@ -79,6 +79,10 @@ DATABASES = {
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Requests of one web process inside Django at once (leaderboard_site/admission.py); the rest wait
+# on the event loop. A few overlap one request's database and Redis waits with another's Python.
+DJANGO_CONCURRENCY = env_int("DJANGO_CONCURRENCY", 4)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -12,6 +12,9 @@ SCORING_DEDUP_TTL_S = env_int("SCORING_DEDUP_TTL_S", 6 * 3600)
 # The relay re-enqueues accepted events still unapplied after this many seconds.
 SCORING_RELAY_AFTER_S = env_float("SCORING_RELAY_AFTER_S", 5.0)
 SCORING_RELAY_BATCH = env_int("SCORING_RELAY_BATCH", 5000)
+# A web process gathers the events its requests accept this long before it enqueues them as one
+# apply task (scoring/apply_buffer.py).
+SCORING_ENQUEUE_LINGER_MS = env_float("SCORING_ENQUEUE_LINGER_MS", 20.0)
 # Events per Lua apply call in the worker.
 SCORING_APPLY_CHUNK = env_int("SCORING_APPLY_CHUNK", 2000)
 # TTLs of day and week boards (API.md: readable at least 8 and 14 days after the last write).

@@ -1,0 +1,116 @@
+"""Shared bits of the season-sized job benchmarks (freeze.py, rebuild.py): a fresh game whose
+ledger holds N players' accepted results, written straight into PostgreSQL by COPY (no HTTP: these
+measure the jobs, not ingest), the job's peak memory, and the clean-up of everything a run wrote.
+
+Needs Django set up (the callers do it before importing this module).
+"""
+
+import multiprocessing
+import resource
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from boards import keys
+from boards.models import FrozenStanding, Player
+from common.db import copy_rows
+from common.redis import client
+from scoring.models import ScoreEvent, SeasonTotal
+from seasons.models import Game, Season
+from seasons.periods import week_label
+from seasons.services import game_create
+
+CHUNK = 50_000
+COLUMNS = ["game_id", "season_id", "match_id", "player_id", "points", "played_at", "accepted_at"]
+COLUMNS += ["duration_s", "day", "week", "region", "extra_boards", "status", "reason", "applied_at"]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def ledger_seed(*, label: str, players: int, tie_rule: str = "competition") -> tuple[Game, Season]:
+    """A fresh game `<label>-<random>` whose season holds one applied result per player, region
+    `eu`: 10 boards (all, daily, weekly, monthly, best; global and eu) of `players` members each."""
+    now = timezone.now()
+    game, season = game_create(
+        slug=f"{label}-{uuid.uuid4().hex[:6]}",
+        name=f"{label} bench",
+        tie_rule=tie_rule,
+        season_start=now - timedelta(days=2),
+    )
+    played = now - timedelta(hours=1)
+    tail = (600, played.date(), week_label(played), "eu", "[]", "accepted", "", now)
+    started = time.perf_counter()
+    for start in range(0, players, CHUNK):
+        n = min(CHUNK, players - start)
+        copy_rows(
+            ScoreEvent._meta.db_table,
+            COLUMNS,
+            (
+                (
+                    game.id,
+                    season.id,
+                    uuid.uuid4(),
+                    f"p{start + i:07d}",
+                    (start + i) * 7919 % 100_000,
+                    played,
+                    # Accept times spread over the last hour: the "reached" part of scores varies.
+                    now - timedelta(seconds=(start + i) * 7 % 3600),
+                    *tail,
+                )
+                for i in range(n)
+            ),
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {ScoreEvent._meta.db_table}")
+    log(f"ledger: {players} events of game {game.slug} written in {time.perf_counter() - started:.1f} s")
+    return game, season
+
+
+def bench_cleanup(*, game: Game) -> None:
+    """Delete what a run wrote for its game: ledger rows, standings, players, the game itself, and
+    its Redis keys."""
+    redis = client()
+    found = list(redis.scan_iter(match=keys.board_pattern(game.slug), count=10_000))
+    for start in range(0, len(found), 1000):
+        redis.unlink(*found[start : start + 1000])
+    redis.unlink(keys.names_key(game.slug), keys.names_version_key(game.slug), keys.hidden_key(game.slug))
+    with transaction.atomic():
+        seasons = list(game.seasons.values_list("id", flat=True))
+        FrozenStanding.objects.filter(season_id__in=seasons).delete()
+        ScoreEvent.objects.filter(game=game).delete()
+        SeasonTotal.objects.filter(season_id__in=seasons).delete()
+        Player.objects.filter(game=game).delete()
+        game.delete()
+    log(f"cleaned up game {game.slug}")
+
+
+def _child(target: Callable[[], Any], queue: "multiprocessing.Queue[Any]") -> None:
+    connection.close()  # the parent's connection is not ours to use
+    started = time.perf_counter()
+    result = target()
+    elapsed = time.perf_counter() - started
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    queue.put((elapsed, peak_kb, result))
+
+
+def measured(target: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Run `target` in a forked child: (seconds, the child's peak RSS in MB, its result). The
+    child's peak counts what the job itself held, not what the parent held before (seeding)."""
+    context = multiprocessing.get_context("fork")
+    queue: multiprocessing.Queue[Any] = context.Queue()
+    connection.close()
+    process = context.Process(target=_child, args=(target, queue))
+    process.start()
+    elapsed, peak_kb, result = queue.get()
+    process.join()
+    if process.exitcode != 0:
+        raise SystemExit(f"the measured job failed (exit code {process.exitcode})")
+    return elapsed, peak_kb / 1024, result
