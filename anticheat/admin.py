@@ -71,6 +71,8 @@ class ServerKeyAdmin(admin.ModelAdmin):
 
 @admin.register(GameRules)
 class GameRulesAdmin(admin.ModelAdmin):
+    """A game's limits. A change is in force within a second in every web process."""
+
     list_display = ("game", "player_burst", "player_refill_s", "key_rate_per_s", "key_burst")
 
 

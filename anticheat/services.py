@@ -7,6 +7,7 @@ Nothing here reads the ledger or the boards: the callers (scoring) hand in what 
 import hmac
 import logging
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 import redis
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection
 from django.utils import timezone
 
 from common.api_errors import ApiError
@@ -119,8 +121,32 @@ class Rules:
     max_matches_per_hour: int = 0
 
 
+RULES_CACHE_S = 1.0
+_rules_cache: dict[int, tuple[float, Rules]] = {}
+
+
 def rules_for(*, game: Game) -> Rules:
-    """The game's limits: its GameRules where set, else the environment's defaults."""
+    """The game's limits: its GameRules where set, else the environment's defaults.
+
+    Every signed request needs them (twice, for a result: its key's bucket, then the judge), so a
+    process keeps each game's for RULES_CACHE_S: a change saved through Django (game_rules_set,
+    the admin; apps.py forgets the cache on save) is in force at once in the process that made it
+    and within a second everywhere else.
+    """
+    cached = _rules_cache.get(game.id)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    rules = _rules_read(game)
+    _rules_cache[game.id] = (time.monotonic() + RULES_CACHE_S, rules)
+    return rules
+
+
+def rules_forget_local() -> None:
+    """Drop this process's cached rules (a change was saved; tests start clean)."""
+    _rules_cache.clear()
+
+
+def _rules_read(game: Game) -> Rules:
     row = GameRules.objects.filter(game=game).first()
 
     def pick(name: str, default: int) -> int:
@@ -173,11 +199,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
     verdicts = [ACCEPTED] * len(results)
     if not results:
         return verdicts
-    banned = set(
-        Ban.objects.filter(
-            game=game, lifted_at__isnull=True, player_id__any=list({player_id for player_id, _, _ in results})
-        ).values_list("player_id", flat=True)
-    )
+    banned = _banned_among(game, {player_id for player_id, _, _ in results})
     for i, (player_id, points, duration_s) in enumerate(results):
         if player_id in banned:
             verdicts[i] = BANNED
@@ -187,6 +209,18 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
             verdicts[i] = POINTS_PER_MINUTE
     _buckets_judge(game, rules, results, verdicts, now=now)
     return verdicts
+
+
+def _banned_among(game: Game, player_ids: set[str]) -> set[str]:
+    """Which of these players have an active ban (one statement; the ids travel as one string,
+    player ids hold no comma)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT player_id FROM {Ban._meta.db_table} WHERE game_id = %s AND lifted_at IS NULL "
+            "AND player_id = ANY(string_to_array(%s, ','))",
+            [game.id, ",".join(player_ids)],
+        )
+        return {str(row[0]) for row in cursor.fetchall()}
 
 
 def game_rules_set(*, game: Game, **limits: int | None) -> GameRules:

@@ -40,7 +40,7 @@ def players_register(
     new_names: dict[str, str] = {}
     if missing:
         now = timezone.now()
-        created = insert_rows(
+        written = insert_rows(
             Player._meta.db_table,
             [
                 ("game_id", "bigint"),
@@ -53,15 +53,13 @@ def players_register(
             [(game.id, pid, wanted[pid][0], wanted[pid][1], False, now) for pid in missing],
             order_by="player_id",
             on_conflict="ON CONFLICT (game_id, player_id) DO NOTHING",
-            returning="player_id",
         )
-        for (pid,) in created:
-            known[pid] = wanted[pid]
-            if wanted[pid][0]:
-                new_names[pid] = wanted[pid][0]  # type: ignore[assignment]
-        raced = [pid for pid in missing if pid not in known]
-        if raced:  # created by a concurrent batch a moment ago
-            known.update((pid, (name, region)) for pid, name, region in _profiles(game, raced))
+        if written == len(missing):
+            known.update((pid, wanted[pid]) for pid in missing)
+        else:  # some were created by a concurrent batch a moment ago: read them all back
+            known.update((pid, (name, region)) for pid, name, region in _profiles(game, missing))
+        # Names into the board index (writing one a concurrent batch wrote as well is harmless).
+        new_names.update((pid, name) for pid in missing if (name := known[pid][0]) and name == wanted[pid][0])
     for pid in sorted(wanted):
         name, region = known[pid]
         want_name, want_region = wanted[pid]
@@ -102,18 +100,17 @@ def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> 
     missing = sorted(pid for pid in candidates if pid not in fixed and candidates[pid])
     if missing:
         now = timezone.now()
-        inserted = insert_rows(
+        written = insert_rows(
             SeasonRegion._meta.db_table,
             [("season_id", "bigint"), ("player_id", "text"), ("region", "text"), ("created_at", "timestamptz")],
             [(season.id, pid, candidates[pid], now) for pid in missing],
             order_by="player_id",
             on_conflict="ON CONFLICT (season_id, player_id) DO NOTHING",
-            returning="player_id, region",
         )
-        fixed.update((str(pid), str(region)) for pid, region in inserted)
-        raced = [pid for pid in missing if pid not in fixed]
-        if raced:  # fixed by a concurrent batch a moment ago
-            fixed.update(season_regions_of(season=season, player_ids=raced))
+        if written == len(missing):
+            fixed.update((pid, str(candidates[pid])) for pid in missing)
+        else:  # some were fixed by a concurrent batch a moment ago
+            fixed.update(season_regions_of(season=season, player_ids=missing))
     return fixed
 
 

@@ -4,6 +4,7 @@ batches, player profiles, friendships, a player's own rank. Thin: verify, parse,
 import json
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -33,18 +34,22 @@ MAX_BATCH = 1000
 REPLAY_HEADER = "Idempotent-Replayed"
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def verified_json(request: Request, game: str) -> tuple[ServerKey, Any]:
     """Check the signature over the raw body first (DRF #2774), then parse it strictly."""
     key = signed_key(request, game)
+    body = request._request.body
     try:
-        data = json.loads(request._request.body.decode("utf-8"), parse_constant=_reject_constant)
+        return key, orjson.loads(body)  # strict JSON (no NaN or Infinity), several times json's speed
+    except orjson.JSONDecodeError:
+        pass
+    try:  # what orjson refuses but JSON allows (integers past 64 bits) reaches the validation
+        return key, json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, "parse_error", f"Malformed JSON: {exc}") from exc
-    return key, data
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _game_or_404(slug: str):

@@ -26,7 +26,7 @@ from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
 from boards.writer import names_store
-from common.db import copy_rows, ids_take, insert_rows, rows_by_keys
+from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, rows_by_keys
 from common.metrics import count
 from seasons.models import Game, Season
 from seasons.periods import week_label
@@ -282,7 +282,7 @@ def _store(
         answers[match.match_id] = {"match_id": str(match.match_id), "results": results}
         outcomes[p.index] = MatchOutcome(http_status=202, body=answers[match.match_id])
     claimed = _claim_submissions(game=game, key=key, pending=pending, answers=answers)
-    if len(claimed) != len(pending):
+    if claimed != len(pending):
         raise _ClaimLost
     # The events, by COPY with ids from their own sequence (nothing can conflict: the match ids are
     # this transaction's).
@@ -341,13 +341,14 @@ def _result_answer(player_id: str, verdict: Verdict) -> dict[str, str]:
 
 def _claim_submissions(
     *, game: Game, key: ServerKey, pending: list[_Pending], answers: dict[uuid.UUID, dict[str, Any]]
-) -> set[uuid.UUID]:
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING: the match ids this transaction owns.
+) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING: how many of the match ids this transaction now owns (all
+    of them, unless a concurrent copy of one committed first).
 
     Rows go in match id order, so two batches sharing match ids wait on each other, never deadlock.
     """
     now = timezone.now()
-    inserted = insert_rows(
+    return insert_rows(
         MatchSubmission._meta.db_table,
         [
             ("game_id", "bigint"),
@@ -370,9 +371,7 @@ def _claim_submissions(
         ],
         order_by="match_id",
         on_conflict="ON CONFLICT (game_id, match_id) DO NOTHING",
-        returning="match_id",
     )
-    return {row[0] for row in inserted}
 
 
 def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int]:
@@ -404,8 +403,9 @@ def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int
             continue
         players = sorted(added)
         table = SeasonTotal._meta.db_table
+        # Only the totals past the capacity come back (almost never any).
         totals = dict(
-            insert_rows(
+            insert_rows_returning(
                 table,
                 [("season_id", "bigint"), ("player_id", "text"), ("points", "bigint")],
                 [(season_id, pid, added[pid]) for pid in players],
@@ -414,6 +414,7 @@ def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int
                     f"ON CONFLICT (season_id, player_id) DO UPDATE SET points = {table}.points + EXCLUDED.points"
                 ),
                 returning="player_id, points",
+                where=f"points > {int(capacity)}",
             )
         )
         for pid in sorted(pid for pid, total in totals.items() if total > capacity):

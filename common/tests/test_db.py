@@ -4,7 +4,7 @@ rolled-back transaction took back."""
 import pytest
 from django.db import connection, transaction
 
-from common.db import copy_rows, ids_take, insert_rows, rows_by_keys
+from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, rows_by_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +21,7 @@ def scratch_table():
 
 
 def _insert(table: str, rows: list[tuple[str, str]]) -> list[tuple]:
-    return insert_rows(
+    return insert_rows_returning(
         table, COLUMNS, rows, order_by="slug", on_conflict="ON CONFLICT (slug) DO NOTHING", returning="slug"
     )
 
@@ -34,6 +34,23 @@ def test_insert_rows_returns_only_the_rows_that_did_not_conflict(scratch_table):
     with connection.cursor() as cursor:
         cursor.execute("SELECT slug, note FROM scratch_rows ORDER BY slug")
         assert cursor.fetchall() == [("a", "1"), ("b", "1"), ("c", "2")]
+
+
+def test_insert_rows_counts_what_it_wrote_and_returning_can_filter(scratch_table):
+    upsert = "ON CONFLICT (slug) DO UPDATE SET note = scratch_rows.note || EXCLUDED.note"
+    with transaction.atomic():
+        assert insert_rows(scratch_table, COLUMNS, [("a", "1"), ("b", "1")], on_conflict="ON CONFLICT DO NOTHING") == 2
+        assert insert_rows(scratch_table, COLUMNS, [("a", "1"), ("c", "1")], on_conflict="ON CONFLICT DO NOTHING") == 1
+        long_notes = insert_rows_returning(
+            scratch_table,
+            COLUMNS,
+            [("a", "2"), ("b", "2"), ("d", "2")],
+            order_by="slug",
+            on_conflict=upsert,
+            returning="slug, note",
+            where="length(note) > 1",
+        )
+    assert sorted(long_notes) == [("a", "12"), ("b", "12")]
 
 
 def test_a_rollback_that_took_the_staging_table_back_does_not_break_the_connection(scratch_table):
@@ -61,7 +78,12 @@ def test_copy_rows_with_ids_taken_from_the_sequence(scratch_table):
 def test_rows_by_keys_finds_each_key_once_and_skips_the_missing(scratch_table):
     copy_rows(scratch_table, ["slug", "note"], [("a", "x"), ("b", "y"), ("c", "x")])
     found = rows_by_keys(
-        scratch_table, ["slug", "note"], equal={"note": "x"}, key="slug", key_type="text", keys=["a", "a", "b", "c", "z"]
+        scratch_table,
+        ["slug", "note"],
+        equal={"note": "x"},
+        key="slug",
+        key_type="text",
+        keys=["a", "a", "b", "c", "z"],
     )
     assert sorted(found) == [("a", "x"), ("c", "x")]
     assert rows_by_keys(scratch_table, ["slug"], equal={}, key="slug", key_type="text", keys=[]) == []
