@@ -81,6 +81,10 @@ class ScoreEvent(models.Model):
                 name="event_unapplied",
                 condition=models.Q(status="accepted", applied_at__isnull=True),
             ),
+            # The review queue and the anomaly job's releases: few rows, so nearly free to keep.
+            models.Index(
+                fields=["game", "accepted_at"], name="event_pending_review", condition=models.Q(status="pending_review")
+            ),
         ]
 
     def __str__(self) -> str:
@@ -103,6 +107,21 @@ class SeasonTotal(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id}: {self.points}"
+
+
+class AnomalyScan(models.Model):
+    """Where the anomaly job stands for a game: the limit it last computed over the whole window,
+    with which policy, and the event ids it has checked against it (moderation.anomalies_review)."""
+
+    game = models.OneToOneField("seasons.Game", on_delete=models.CASCADE, primary_key=True)
+    limit = models.BigIntegerField(null=True, help_text="Most points a result may have; empty: cohort too small.")
+    policy = models.CharField(max_length=64, help_text="quantile/min cohort/window days it was computed with.")
+    computed_at = models.DateTimeField()
+    checked_from_id = models.BigIntegerField(help_text="The next run checks events from this id on.")
+    checked_to_id = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.game_id}: {self.limit}"
 
 
 class ReviewItem(ScoreEvent):

@@ -59,7 +59,7 @@ if [ "${others:-0}" -gt 0 ]; then
 fi
 
 echo "bench: starting web, worker and beat on $URL (logs in var/bench/)" >&2
-uvicorn --host 127.0.0.1 --port "$PORT" --workers "${WEB_CONCURRENCY:-2}" --no-access-log --lifespan off leaderboard_site.asgi:application >"$LOGS/web.log" 2>&1 &
+nice -n "${WEB_NICE:-10}" uvicorn --host 127.0.0.1 --port "$PORT" --workers "${WEB_CONCURRENCY:-2}" --no-access-log --lifespan off leaderboard_site.asgi:application >"$LOGS/web.log" 2>&1 &
 PIDS+=($!)
 celery -A leaderboard_site worker -l warning -Q scoring --concurrency 2 -n "bench-${PORT}@%h" \
     >"$LOGS/worker.log" 2>&1 &

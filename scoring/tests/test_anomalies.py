@@ -1,5 +1,7 @@
 """The anomaly job: results far above the cohort go to review and off the boards, exactly."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
@@ -45,3 +47,18 @@ def test_small_cohorts_are_left_alone():
     key = make_key(game)
     submit_direct(game, key, match_body([{"player_id": "a", "points": 9000}]), now=timezone.now())
     assert anomalies_review(game=game, now=timezone.now()) == (0, 0)
+
+
+def test_between_full_passes_only_new_results_are_checked_against_the_last_limit():
+    game = make_game()
+    key = make_key(game)
+    now = timezone.now()
+    for i in range(1200):
+        submit_direct(game, key, match_body([{"player_id": f"p{i % 300}", "points": 10 + i % 50}]), now=now)
+    assert anomalies_review(game=game, now=now, policy=SMALL) == (0, 0)  # a full pass: the limit is set
+    submit_direct(game, key, match_body([{"player_id": "p9", "points": 9000}]), now=now)
+    later = now + timedelta(seconds=60)
+    assert anomalies_review(game=game, now=later, policy=SMALL) == (1, 0)  # checked by id, not recomputed
+    outlier = ScoreEvent.objects.get(points=9000)
+    assert (outlier.status, outlier.reason) == ("pending_review", "anomaly")
+    assert anomalies_review(game=game, now=later + timedelta(seconds=60), policy=SMALL) == (0, 0)
