@@ -14,6 +14,7 @@ from boards.fastpath import ROUTE
 from boards.selectors import distribution_cache, top_cache
 from common.redis import client as redis_client
 from common.testing import asgi_request
+from scoring.fastpath import ROUTE as SINGLE
 from seasons.catalog import catalog_forget_local
 
 
@@ -28,7 +29,32 @@ def clean_redis():
 
 
 class ProductionClient(Client):
-    """Django's test client; GETs of the hot read routes go through `leaderboard_site.asgi`."""
+    """Django's test client; GETs of the hot read routes and single-result POSTs go through
+    `leaderboard_site.asgi` (their fast paths, falling back to Django as a server does)."""
+
+    def generic(
+        self,
+        method: str,
+        path: str,
+        data: Any = "",
+        content_type: str = "application/octet-stream",
+        secure: bool = False,
+        **extra: Any,
+    ) -> Any:
+        parts = urlsplit(path)
+        headers = extra.get("headers") or {}
+        if method != "POST" or parts.query or secure or set(extra) - {"headers"} or not SINGLE.match(parts.path):
+            return super().generic(method, path, data, content_type, secure, **extra)
+        from leaderboard_site.asgi import application
+
+        body = data if isinstance(data, bytes) else str(data).encode()
+        return asgi_request(
+            application,
+            parts.path,
+            method="POST",
+            body=body,
+            headers=[("Content-Type", content_type), *headers.items()],
+        )
 
     def get(self, path: str, data: Any = None, follow: bool = False, secure: bool = False, **extra: Any) -> Any:
         parts = urlsplit(path)

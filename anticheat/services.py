@@ -8,7 +8,7 @@ import hmac
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,13 +58,30 @@ def server_key_revoke(*, key_id: str) -> ServerKey:
     return key
 
 
+def server_keys_by_id(key_ids: Iterable[str]) -> dict[str, ServerKey]:
+    """The keys with these ids (and their games), in one query."""
+    return {k.key_id: k for k in ServerKey.objects.select_related("game").filter(key_id__in=set(key_ids))}
+
+
+def _key_read(key_id: str) -> ServerKey | None:
+    return ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+
+
 def request_verify(
-    *, game_slug: str, method: str, path: str, body: bytes, headers: Mapping[str, str], now: datetime
+    *,
+    game_slug: str,
+    method: str,
+    path: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    now: datetime,
+    key_lookup: Callable[[str], ServerKey | None] = _key_read,
 ) -> ServerKey:
     """Check a signed request before anything parses its body.
 
     401 for a missing header, an unknown or revoked key, a bad signature or a timestamp more than
     SIGNATURE_MAX_SKEW_S from our clock (either side); 403 for a valid key of another game.
+    `key_lookup` finds a key by id (the single-result path looks up a whole group's at once).
     """
     key_id = headers.get(HEADER_KEY)
     timestamp = headers.get(HEADER_TIMESTAMP)
@@ -85,7 +102,7 @@ def request_verify(
             "authentication_failed",
             f"{HEADER_TIMESTAMP} is more than {settings.SIGNATURE_MAX_SKEW_S} s from the server's clock.",
         )
-    key = ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+    key = key_lookup(key_id)
     if key is None or key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
         raise ApiError(401, "authentication_failed", "Unknown, revoked or retired key.")
     expected = signature_compute(secret=key.secret, timestamp=timestamp, method=method, path=path, body=body)
@@ -183,6 +200,25 @@ def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int |
         logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
         return None
     return None if granted else retry_after_s(wait_ms)
+
+
+def server_key_spend(*, key: ServerKey, rules: Rules, wanted: int, now: datetime) -> int:
+    """Take `wanted` tokens of the key's request bucket at once (a group of requests): how many it
+    grants, in order. Fails open when Redis is down, as `server_key_throttle` does."""
+    if rules.key_rate_per_s == 0:
+        return wanted
+    try:
+        [(granted, _)] = buckets_spend(
+            keys=[keys.server_key_bucket_key(key.key_id)],
+            wants=[wanted],
+            capacity=max(rules.key_burst, 1),
+            ms_per_token=1000 / rules.key_rate_per_s,
+            now=now,
+        )
+    except redis.RedisError as exc:
+        logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
+        return wanted
+    return granted
 
 
 def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int]], now: datetime) -> list[Verdict]:

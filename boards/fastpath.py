@@ -14,7 +14,6 @@ token: the scope says this one was spent). Redis down is the same 503 the views 
 import asyncio
 import re
 import weakref
-from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import datetime
 from typing import Any
 
@@ -23,10 +22,10 @@ import redis
 import redis.asyncio
 from django.conf import settings
 from django.http import QueryDict
-from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
 from redis.asyncio.client import Pipeline
 
+from common.asgi import ASGIApp, Fallback, Receive, Scope, Send, plain_request, render, respond
 from common.ratelimit import bucket_call
 from common.redis import lua_source
 from seasons.catalog import (
@@ -44,29 +43,12 @@ from .keys import reader_bucket_key
 from .selectors import BoardView, Cached
 from .throttle import THROTTLE_SPENT
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[..., Awaitable[None]]  # Django's handler, Channels' routers
-
 ROUTE = re.compile(
     r"^/api/v1/games/(?P<game>[^/]+)/boards/(?P<board>[^/]+)/"
     r"(?:(?P<top>top)|(?P<distribution>distribution)|players/(?P<player>[^/]+)(?:/(?P<sub>around|friends))?)$"
 )
 
 _UNAVAILABLE = b'{"detail":"The board store (Redis) is unavailable.","code":"boards_unavailable"}'
-
-
-class Fallback(Exception):
-    """Django answers this one."""
-
-
-def render(data: Any) -> bytes:
-    """JSON as DRF's JSONRenderer writes it: compact, UTF-8, U+2028/U+2029 escaped."""
-    body = orjson.dumps(data)
-    if b"\xe2\x80" in body:
-        body = body.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
-    return body
 
 
 def _int_param(query: QueryDict, name: str, default: int, low: int, high: int) -> int:
@@ -116,7 +98,7 @@ class FastReads:
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and _plain_request(scope):
+        if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope):
             match = ROUTE.match(scope["path"])
             if match is not None:
                 try:
@@ -132,13 +114,8 @@ class FastReads:
         await self.fallback(scope, receive, send)
 
     async def respond(self, send: Send, scope: Scope, status: int, body: bytes, *, retry_after: bool = False) -> None:
-        headers = [(b"Content-Type", b"application/json")]
-        if retry_after:
-            headers.append((b"Retry-After", b"5"))
-        headers += [(b"Allow", b"GET, HEAD, OPTIONS"), *_FRAME_HEADER, (b"Content-Length", str(len(body)).encode())]
-        headers += _security_headers(secure=scope.get("scheme") == "https")
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        extra = [(b"Retry-After", b"5")] if retry_after else []
+        await respond(send, scope, status, body, allow=b"GET, HEAD, OPTIONS", extra=extra)
 
     def view_of(self, catalog: Catalog, match: re.Match[str], query: QueryDict, now: datetime) -> BoardView:
         assert catalog.game is not None
@@ -281,40 +258,6 @@ class FastReads:
                 raise Fallback  # Django's 404 not_ranked
             return render({"entries": entries})
         return render({"entries": selectors.friends_parse(view, reply)})
-
-
-# The headers Django's middleware adds to these answers (XFrameOptionsMiddleware, then
-# SecurityMiddleware), from the same settings; the test compares them with Django's.
-_FRAME_HEADER = [(b"X-Frame-Options", str(getattr(settings, "X_FRAME_OPTIONS", "DENY")).upper().encode())]
-
-
-def _security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:
-    headers = []
-    if secure and settings.SECURE_HSTS_SECONDS:
-        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-            value += "; includeSubDomains"
-        if settings.SECURE_HSTS_PRELOAD:
-            value += "; preload"
-        headers.append((b"Strict-Transport-Security", value.encode()))
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append((b"X-Content-Type-Options", b"nosniff"))
-    if settings.SECURE_REFERRER_POLICY:
-        policy = settings.SECURE_REFERRER_POLICY
-        value = policy if isinstance(policy, str) else ",".join(policy)
-        headers.append((b"Referrer-Policy", value.encode()))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append((b"Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode()))
-    return headers
-
-
-def _plain_request(scope: Scope) -> bool:
-    """A request Django's middleware would pass through unchanged: an allowed host, and no HTTPS
-    redirect due. Anything else goes to Django, which answers it as it always does."""
-    if settings.SECURE_SSL_REDIRECT and scope.get("scheme") != "https":
-        return False
-    host = next((value.decode("latin-1") for name, value in scope.get("headers", ()) if name == b"host"), "")
-    return validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS)
 
 
 def _throttle_call(scope: Scope, now: datetime) -> tuple[str, list[str], list[Any]] | None:

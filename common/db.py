@@ -5,10 +5,12 @@ statement. Measured for 500 rows: 2.4 ms by COPY, 12-14 ms as `unnest` array par
 quotes every array element in Python), far more with the ORM's `bulk_create`.
 
 - `copy_rows`: COPY straight into a table (new rows that cannot conflict).
-- `insert_rows`, `insert_rows_returning`: rows that may conflict (ON CONFLICT): COPY into this
-  connection's staging table (a temporary table whose rows go at commit), then one INSERT ...
-  SELECT that moves them, in a given order (the lock order). Only the rows a caller must look at
-  come back (a count, or RETURNING filtered by a condition).
+- `insert_rows`, `insert_rows_returning`: rows that may conflict (ON CONFLICT): one INSERT ...
+  SELECT from `json_to_recordset` of one JSON parameter (orjson writes it in C), in a given order
+  (the lock order). Only the rows a caller must look at come back (a count, or RETURNING filtered
+  by a condition). Measured for 500 rows with their commit: 5.8 ms, against 8.4 ms by COPY into
+  a temporary staging table (whose ON COMMIT truncation also cost every commit a file operation
+  per table: a single-row transaction waited on IO:DataFileTruncate).
 - `ids_take`: ids from a table's own sequence, to COPY rows whose ids the caller needs.
 - `rows_by_keys`: the rows of a batch's keys (players, match ids), one index probe per key.
 
@@ -20,11 +22,11 @@ probe per key has one plan whatever the statistics say (5 ms); its LIMIT 1 (the 
 keeps the planner from flattening it back into a join it would cost by the same statistics.
 """
 
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db import connection, transaction
+import orjson
+from django.db import connection
 
 
 def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
@@ -80,27 +82,6 @@ def rows_by_keys(
         return list(cursor.fetchall())
 
 
-# The staging tables each pooled connection has created already (psycopg connection -> names).
-_staged: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
-
-
-def _stage(cursor: Any, table: str, columns: Sequence[tuple[str, str]]) -> str:
-    """This connection's staging table for `table`, created on first use.
-
-    The table is known to exist only once the transaction that created it commits: a rollback
-    (a lost claim retried, a test's transaction) takes the CREATE back with it, so until then every
-    call says CREATE ... IF NOT EXISTS again.
-    """
-    name = f"stage_{table}"
-    raw_connection = cursor.connection
-    created = _staged.setdefault(raw_connection, set())
-    if name not in created:
-        definition = ", ".join(f"{column} {pg_type}" for column, pg_type in columns)
-        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({definition}) ON COMMIT DELETE ROWS")
-        transaction.on_commit(lambda: _staged.setdefault(raw_connection, set()).add(name))
-    return name
-
-
 def insert_rows(
     table: str,
     columns: Sequence[tuple[str, str]],
@@ -109,14 +90,14 @@ def insert_rows(
     order_by: str = "",
     on_conflict: str = "",
 ) -> int:
-    """INSERT the rows (in `order_by` order) [on_conflict], by way of COPY; returns how many rows
-    the INSERT wrote (fewer than given when some conflicted).
+    """INSERT the rows (in `order_by` order) [on_conflict]; returns how many rows the INSERT wrote
+    (fewer than given when some conflicted).
 
-    `columns` is [(name, postgres type)], `rows` tuples in that order. Call inside a transaction
-    (the staging rows live until its commit; the statement also takes them out at once).
+    `columns` is [(name, postgres type)], `rows` tuples in that order (values orjson can write:
+    a dict for a jsonb column).
     """
     with connection.cursor() as cursor:
-        raw = _staged_insert(cursor.cursor, table, columns, rows, order_by=order_by, on_conflict=on_conflict)
+        raw = _insert(cursor.cursor, table, columns, rows, order_by=order_by, on_conflict=on_conflict)
         return int(raw.rowcount) if raw is not None else 0
 
 
@@ -138,7 +119,7 @@ def insert_rows_returning(
     else:
         returning_sql = f"RETURNING {returning}"
     with connection.cursor() as cursor:
-        raw = _staged_insert(
+        raw = _insert(
             cursor.cursor,
             table,
             columns,
@@ -151,7 +132,7 @@ def insert_rows_returning(
         return list(raw.fetchall()) if raw is not None else []
 
 
-def _staged_insert(
+def _insert(
     raw: Any,
     table: str,
     columns: Sequence[tuple[str, str]],
@@ -164,19 +145,14 @@ def _staged_insert(
 ) -> Any:
     if not rows:
         return None
-    if not connection.in_atomic_block:
-        raise RuntimeError("insert_rows needs a transaction: its staging rows go at each commit")
-    names = ", ".join(name for name, _ in columns)
-    stage = _stage(raw, table, columns)
-    with raw.copy(f"COPY {stage} ({names}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+    names = [name for name, _ in columns]
+    definition = ", ".join(f"{name} {pg_type}" for name, pg_type in columns)
     order = f" ORDER BY {order_by}" if order_by else ""
-    insert = f"INSERT INTO {table} ({names}) SELECT {names} FROM staged{order} {on_conflict} {returning_sql}"
+    insert = (
+        f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(names)} "
+        f"FROM json_to_recordset(%s::json) AS staged({definition}){order} {on_conflict} {returning_sql}"
+    )
     if wrap:  # the returned rows filtered: `returning_sql` closes the `written` CTE
-        insert = f"written AS ({insert}"
-        sql = f"WITH staged AS (DELETE FROM {stage} RETURNING {names}), {insert}"
-    else:
-        sql = f"WITH staged AS (DELETE FROM {stage} RETURNING {names}) {insert}"
-    raw.execute(sql)
+        insert = f"WITH written AS ({insert}"
+    raw.execute(insert, [orjson.dumps([dict(zip(names, row, strict=True)) for row in rows]).decode()])
     return raw

@@ -16,7 +16,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -156,21 +156,62 @@ def run_together(target: Callable[[int], None], threads: int) -> None:
 
 
 def asgi_request(
-    app: Any, path: str, query: str = "", *, client: tuple[str, int] = ("127.0.0.1", 50000)
+    app: Any,
+    path: str,
+    query: str = "",
+    *,
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+    method: str = "GET",
+    body: bytes = b"",
+    headers: Sequence[tuple[str, str]] = (),
 ) -> HttpResponse:
-    """GET `path?query` through an ASGI application, in this thread's test transaction, as a
-    Django test response (`.status_code`, `.content`, `.json()`, headers)."""
+    """A request through an ASGI application, in this thread's test transaction, as a Django test
+    response (`.status_code`, `.content`, `.json()`, headers, `.raw_headers` in order)."""
+    [response] = asgi_requests_together(
+        app, [{"path": path, "query": query, "client": client, "method": method, "body": body, "headers": headers}]
+    )
+    return response
+
+
+def asgi_requests_together(app: Any, requests: list[dict[str, Any]]) -> list[HttpResponse]:
+    """Several requests through an ASGI application at once, on one event loop (as one server
+    process receives them); each dict holds `asgi_request`'s arguments after the app."""
+
+    async def all_of() -> list[HttpResponse]:
+        return list(await asyncio.gather(*(_asgi_exchange(app, **request) for request in requests)))
+
+    # As Django's own test clients do: the request does not close the test's connection (its
+    # transaction holds the test's data).
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        return async_to_sync(all_of)()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
+async def _asgi_exchange(
+    app: Any,
+    *,
+    path: str,
+    query: str = "",
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+    method: str = "GET",
+    body: bytes = b"",
+    headers: Sequence[tuple[str, str]] = (),
+) -> HttpResponse:
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "GET",
+        "method": method,
         "scheme": "http",
         "path": unquote(path),
         "raw_path": path.encode(),
         "query_string": query.encode(),
         "root_path": "",
-        "headers": [(b"host", b"testserver")],
+        "headers": [(b"host", b"testserver"), *((n.lower().encode(), v.encode()) for n, v in headers)],
         "client": client,
         "server": ("testserver", 80),
     }
@@ -180,29 +221,21 @@ def asgi_request(
     async def receive() -> dict[str, Any]:
         if not received:
             received.append(True)
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
         await asyncio.Event().wait()  # the client stays connected until the answer is sent
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    # As Django's own test clients do: the request does not close the test's connection (its
-    # transaction holds the test's data).
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        async_to_sync(app)(scope, receive, send)
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
+    await app(scope, receive, send)
     start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    response = HttpResponse(body, status=start["status"])
+    content = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    response = HttpResponse(content, status=start["status"])
     for name in list(response.headers):
         del response.headers[name]
     for name, value in start["headers"]:
         response.headers[name.decode("latin-1")] = value.decode("latin-1")
-    response.json = lambda: json.loads(body)  # type: ignore[attr-defined]
+    response.json = lambda: json.loads(content)  # type: ignore[attr-defined]
     response.raw_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in start["headers"]]  # type: ignore[attr-defined]
     return response

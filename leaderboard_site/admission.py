@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
-Message = dict[str, Any]
+from common.asgi import Message, body_read, replaying
 
 
 class DjangoAdmission:
@@ -35,18 +35,7 @@ class DjangoAdmission:
             return
         if self._slots is None:  # made inside the server's event loop
             self._slots = asyncio.Semaphore(self.limit)
-        body: list[Message] = []
-        while True:
-            message = await receive()
-            body.append(message)
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
-        replay = iter(body)
-
-        async def receive_replayed() -> Message:
-            message = next(replay, None)
-            return message if message is not None else await receive()
-
+        _, messages = await body_read(receive)
         slots = self._slots
         held = True
 
@@ -59,7 +48,7 @@ class DjangoAdmission:
 
         await slots.acquire()
         try:
-            await self.app(scope, receive_replayed, send_releasing)
+            await self.app(scope, replaying(messages, receive), send_releasing)
         finally:
             if held:
                 slots.release()

@@ -1,6 +1,6 @@
-"""ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), every other HTTP
-request through Django behind a per-process admission limit (admission.py), WebSockets through
-each app's routing."""
+"""ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), single-result
+POSTs on theirs (scoring/fastpath.py, in groups), every other HTTP request through Django behind a
+per-process admission limit (admission.py), WebSockets through each app's routing."""
 
 import gc
 import os
@@ -16,10 +16,11 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
+from scoring.fastpath import FastSingles  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": FastReads(DjangoAdmission(django_asgi_app)),
+        "http": FastReads(FastSingles(DjangoAdmission(django_asgi_app))),
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

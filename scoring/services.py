@@ -364,7 +364,7 @@ def _claim_submissions(
                 p.match.match_id,
                 p.content_hash,
                 key.key_id,
-                orjson.dumps(answers[p.match.match_id]).decode(),
+                answers[p.match.match_id],
                 now,
             )
             for p in pending

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+
+from common.api_errors import ApiError
 from common.formats import PLAYER_ID_RE, REGION_RE, parse_time
+from seasons.models import Game
 
 DIMENSION_VALUE_RE = re.compile(r"^[a-z0-9-]{1,23}$")
 MAX_RESULTS = 100
@@ -184,3 +188,22 @@ def validate_match(
         season_id=season_id,
         results=tuple(results),
     ), {}
+
+
+def single_match_parse(
+    raw: Any, *, raw_match_id: str, game: Game, now: datetime
+) -> tuple[uuid.UUID, MatchIn | None, Errors]:
+    """The single-result endpoint's input, for its Django view and its fast path alike: the match
+    id from the path (a 400 when it is not a UUID), then the body against the game's limits."""
+    match_id = parse_match_id(raw_match_id)
+    if match_id is None:
+        raise ApiError(400, "invalid", "The match id must be a UUID.")
+    parsed, errors = validate_match(
+        raw,
+        match_id=match_id,
+        max_points=game.max_points_per_match,
+        now=now,
+        max_future_s=settings.PLAYED_AT_MAX_FUTURE_S,
+        dimensions=tuple(game.dimensions or ()),
+    )
+    return match_id, parsed, errors

@@ -12,6 +12,13 @@ SCORING_DEDUP_TTL_S = env_int("SCORING_DEDUP_TTL_S", 6 * 3600)
 # The relay re-enqueues accepted events still unapplied after this many seconds.
 SCORING_RELAY_AFTER_S = env_float("SCORING_RELAY_AFTER_S", 5.0)
 SCORING_RELAY_BATCH = env_int("SCORING_RELAY_BATCH", 5000)
+# Single-result POSTs (scoring/fastpath.py): a web process answers those that arrive within this
+# many ms as one group (one transaction), at most SINGLES_GROUP_MAX at a time, and runs at most
+# SINGLES_GROUPS_AT_ONCE groups together.
+SINGLES_LINGER_MS = env_float("SINGLES_LINGER_MS", 2.0)
+SINGLES_GROUP_MAX = env_int("SINGLES_GROUP_MAX", 200)
+SINGLES_GROUPS_AT_ONCE = env_int("SINGLES_GROUPS_AT_ONCE", 2)
+SINGLES_IN_CALLER_THREAD = False  # tests: True (settings/test.py)
 # A web process gathers the events its requests accept this long before it enqueues them as one
 # apply task (scoring/apply_buffer.py).
 SCORING_ENQUEUE_LINGER_MS = env_float("SCORING_ENQUEUE_LINGER_MS", 20.0)

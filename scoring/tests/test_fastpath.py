@@ -1,0 +1,127 @@
+"""The single-result fast path answers exactly what the Django view answers (status, headers and
+body), stores each match once however requests are grouped, and hands every other case to Django
+with its body intact."""
+
+import json
+import uuid
+
+import pytest
+from django.core.asgi import get_asgi_application
+from django.test import override_settings
+
+from common.signing import signed_headers
+from common.testing import asgi_request, asgi_requests_together
+from scoring import fastpath
+from scoring.fastpath import FastSingles
+from scoring.models import MatchSubmission, ScoreEvent
+from scoring.testing import make_game, make_key, match_body, result_path
+
+pytestmark = pytest.mark.django_db
+
+DJANGO = get_asgi_application()
+FAST = FastSingles(DJANGO)
+
+
+def post(app, key, match_id, body, *, secret=None, tamper=None, query=""):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    path = result_path("arena", match_id)
+    headers = signed_headers(
+        key_id=key.key_id,
+        secret=secret or key.secret,
+        method="POST",
+        path=path + (f"?{query}" if query else ""),
+        body=raw,
+    )
+    sent = tamper if tamper is not None else raw
+    return asgi_request(
+        app, path, query, method="POST", body=sent, headers=[("Content-Type", "application/json"), *headers.items()]
+    )
+
+
+def same(key, body, **options) -> int:
+    """The same request (each its own match id) through both apps: identical answers but for the id."""
+    fast_id, slow_id = uuid.uuid4(), uuid.uuid4()
+    fast = post(FAST, key, fast_id, body, **options)
+    slow = post(DJANGO, key, slow_id, body, **options)
+    assert fast.status_code == slow.status_code
+    assert fast.raw_headers == slow.raw_headers
+    assert fast.content.replace(str(fast_id).encode(), b"ID") == slow.content.replace(str(slow_id).encode(), b"ID")
+    return fast.status_code
+
+
+def test_accepted_replayed_and_conflicting_answers_are_byte_identical():
+    game = make_game()
+    key = make_key(game)
+    body = match_body(
+        [{"player_id": "amy", "points": 30, "display_name": "Amy Ørsted"}, {"player_id": "bo", "points": 5}]
+    )
+    fast_id, slow_id = uuid.uuid4(), uuid.uuid4()
+    answers = {}
+    for name, app, match_id in [("fast", FAST, fast_id), ("slow", DJANGO, slow_id)]:
+        first = post(app, key, match_id, body)
+        again = post(app, key, match_id, body)
+        other = post(app, key, match_id, {**body, "duration_s": 541})
+        answers[name] = [
+            (r.status_code, r.raw_headers, r.content.replace(str(match_id).encode(), b"ID"))
+            for r in (first, again, other)
+        ]
+    assert answers["fast"] == answers["slow"]
+    assert [status for status, _, _ in answers["fast"]] == [202, 200, 409]
+    assert ("Idempotent-Replayed", "true") in answers["fast"][1][1]
+    assert ScoreEvent.objects.count() == 4
+
+
+def test_invalid_matches_and_closed_seasons_are_answered_alike():
+    game = make_game()
+    key = make_key(game)
+    assert same(key, match_body([{"player_id": "amy", "points": -1}])) == 400
+    assert (
+        same(key, {"played_at": "2020-01-01T00:00:00Z", "duration_s": 1, "results": [{"player_id": "a", "points": 1}]})
+        == 409
+    )
+    assert same(key, [1, 2]) == 400
+    assert ScoreEvent.objects.count() == 0
+
+
+def test_what_the_fast_path_does_not_answer_reaches_django_with_its_body():
+    game = make_game()
+    key = make_key(game)
+    body = match_body([{"player_id": "amy", "points": 1}])
+    assert same(key, body, secret="wrong") == 401
+    assert same(key, body, tamper=json.dumps({**body, "duration_s": 1}).encode()) == 401
+    assert same(key, b"{not json") == 400
+    assert same(key, body, query="x=1") == 202  # a query string: Django's (signed with it)
+    other = make_key(make_game("other"))
+    assert same(other, body) == 403
+    bad_id = asgi_request(FAST, result_path("arena", "not-a-uuid"), method="POST", body=b"{}")
+    assert bad_id.status_code == 401  # unsigned: Django's answer
+    assert MatchSubmission.objects.count() == 2  # the two with a query string
+
+
+def test_a_group_stores_each_match_once_and_answers_each_request(monkeypatch):
+    game = make_game()
+    key = make_key(game)
+    groups = []
+    answer = fastpath.singles_answer
+
+    def counting(requests):
+        groups.append(len(requests))
+        return answer(requests)
+
+    monkeypatch.setattr(fastpath, "singles_answer", counting)
+    app = FastSingles(DJANGO)
+    twice = uuid.uuid4()
+    requests = []
+    for i in range(30):
+        match_id = twice if i in (3, 17) else uuid.uuid4()
+        body = json.dumps(match_body([{"player_id": f"p{i}" if i != 17 else "p3", "points": 10}])).encode()
+        path = result_path("arena", match_id)
+        headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=body)
+        requests.append({"path": path, "method": "POST", "body": body, "headers": list(headers.items())})
+    with override_settings(SINGLES_LINGER_MS=50):
+        answers = asgi_requests_together(app, requests)
+    assert groups == [30]  # one group, one transaction
+    statuses = [a.status_code for a in answers]
+    assert statuses.count(202) == 29 and statuses[17] == 200  # the second copy: a replay of the first
+    assert answers[17].json() == answers[3].json()
+    assert ScoreEvent.objects.count() == 29 and MatchSubmission.objects.count() == 29
