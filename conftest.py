@@ -9,7 +9,6 @@ import pytest
 from django.http import HttpResponse
 from django.test import Client
 
-from anticheat.services import rules_forget_local
 from boards.fastpath import ROUTE
 from boards.selectors import distribution_cache, top_cache
 from common.redis import client as redis_client
@@ -24,7 +23,6 @@ def clean_redis():
     top_cache.clear()
     distribution_cache.clear()
     catalog_forget_local()
-    rules_forget_local()
     yield
 
 

@@ -7,7 +7,6 @@ Nothing here reads the ledger or the boards: the callers (scoring) hand in what 
 import hmac
 import logging
 import secrets
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -138,32 +137,9 @@ class Rules:
     max_matches_per_hour: int = 0
 
 
-RULES_CACHE_S = 1.0
-_rules_cache: dict[int, tuple[float, Rules]] = {}
-
-
 def rules_for(*, game: Game) -> Rules:
-    """The game's limits: its GameRules where set, else the environment's defaults.
-
-    Every signed request needs them (twice, for a result: its key's bucket, then the judge), so a
-    process keeps each game's for RULES_CACHE_S: a change saved through Django (game_rules_set,
-    the admin; apps.py forgets the cache on save) is in force at once in the process that made it
-    and within a second everywhere else.
-    """
-    cached = _rules_cache.get(game.id)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    rules = _rules_read(game)
-    _rules_cache[game.id] = (time.monotonic() + RULES_CACHE_S, rules)
-    return rules
-
-
-def rules_forget_local() -> None:
-    """Drop this process's cached rules (a change was saved; tests start clean)."""
-    _rules_cache.clear()
-
-
-def _rules_read(game: Game) -> Rules:
+    """The game's limits: its GameRules where set, else the environment's defaults. Read on every
+    request (one indexed row): a change a moderator saves is in force for the next request."""
     row = GameRules.objects.filter(game=game).first()
 
     def pick(name: str, default: int) -> int:

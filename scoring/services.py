@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from anticheat.models import ServerKey
-from anticheat.services import Verdict, results_judge, rules_for
+from anticheat.services import Rules, Verdict, results_judge, rules_for
 from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
@@ -120,7 +120,12 @@ CLAIM_ATTEMPTS = 3
 
 
 def matches_submit(
-    *, game: Game, key: ServerKey, matches: list[tuple[uuid.UUID, MatchIn | None, Errors]], now: datetime
+    *,
+    game: Game,
+    key: ServerKey,
+    matches: list[tuple[uuid.UUID, MatchIn | None, Errors]],
+    now: datetime,
+    rules: Rules | None = None,
 ) -> list[MatchOutcome]:
     """Judge and store a list of matches (the single endpoint passes one), one answer per match.
 
@@ -132,7 +137,7 @@ def matches_submit(
     """
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
-            return _submit_once(game=game, key=key, matches=matches, now=now)
+            return _submit_once(game=game, key=key, matches=matches, now=now, rules=rules or rules_for(game=game))
         except _ClaimLost:
             # A concurrent copy of one of these matches committed first: start over, and the
             # lookup of earlier submissions answers those matches as replays (or conflicts).
@@ -142,7 +147,12 @@ def matches_submit(
 
 
 def _submit_once(
-    *, game: Game, key: ServerKey, matches: list[tuple[uuid.UUID, MatchIn | None, Errors]], now: datetime
+    *,
+    game: Game,
+    key: ServerKey,
+    matches: list[tuple[uuid.UUID, MatchIn | None, Errors]],
+    now: datetime,
+    rules: Rules,
 ) -> list[MatchOutcome]:
     outcomes: list[MatchOutcome | None] = [None] * len(matches)
     for i, (match_id, parsed, errors) in enumerate(matches):
@@ -174,7 +184,7 @@ def _submit_once(
         pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season))
 
     if pending:
-        accepted_ids, new_names = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now)
+        accepted_ids, new_names = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now, rules=rules)
         if accepted_ids:
             transaction.on_commit(lambda: apply_soon(accepted_ids), robust=True)
         if new_names:  # after the transaction: readers find the name with the player's first result
@@ -210,13 +220,19 @@ def _earlier_submissions(game: Game, match_ids: list[uuid.UUID]) -> dict[uuid.UU
 
 @transaction.atomic
 def _store(
-    *, game: Game, key: ServerKey, pending: list[_Pending], outcomes: list[MatchOutcome | None], now: datetime
+    *,
+    game: Game,
+    key: ServerKey,
+    pending: list[_Pending],
+    outcomes: list[MatchOutcome | None],
+    now: datetime,
+    rules: Rules,
 ) -> tuple[list[int], dict[str, str]]:
     # 1. Judge every result of the batch at once (the anti-cheat seam).
     verdicts = iter(
         results_judge(
             game=game,
-            rules=rules_for(game=game),
+            rules=rules,
             results=[(r.player_id, r.points, p.match.duration_s) for p in pending for r in p.match.results],
             now=now,
         )

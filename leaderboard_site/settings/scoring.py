@@ -17,11 +17,11 @@ SCORING_RELAY_BATCH = env_int("SCORING_RELAY_BATCH", 5000)
 # SINGLES_GROUPS_AT_ONCE groups together.
 SINGLES_LINGER_MS = env_float("SINGLES_LINGER_MS", 2.0)
 SINGLES_GROUP_MAX = env_int("SINGLES_GROUP_MAX", 200)
-SINGLES_GROUPS_AT_ONCE = env_int("SINGLES_GROUPS_AT_ONCE", 2)
+SINGLES_GROUPS_AT_ONCE = env_int("SINGLES_GROUPS_AT_ONCE", 1)
 SINGLES_IN_CALLER_THREAD = False  # tests: True (settings/test.py)
 # A web process gathers the events its requests accept this long before it enqueues them as one
 # apply task (scoring/apply_buffer.py).
-SCORING_ENQUEUE_LINGER_MS = env_float("SCORING_ENQUEUE_LINGER_MS", 20.0)
+SCORING_ENQUEUE_LINGER_MS = env_float("SCORING_ENQUEUE_LINGER_MS", 100.0)
 # Events per Lua apply call in the worker.
 SCORING_APPLY_CHUNK = env_int("SCORING_APPLY_CHUNK", 2000)
 # TTLs of day and week boards (API.md: readable at least 8 and 14 days after the last write).

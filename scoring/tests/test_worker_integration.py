@@ -109,7 +109,7 @@ def test_sigkilled_worker_loses_nothing_and_counts_nothing_twice():
         stop(beat)
 
 
-def test_rebuild_while_results_stream_in_loses_nothing():
+def test_rebuild_while_results_stream_in_loses_nothing(tmp_path):
     rng = random.Random(7)
     game = make_game("live", tie_rule="dense", start=timezone.now() - timedelta(days=5))
     key = make_key(game)
@@ -117,8 +117,9 @@ def test_rebuild_while_results_stream_in_loses_nothing():
     beat = start_beat()
     try:
         submit(game, key, make_matches(rng, 1500, timezone.now() - timedelta(days=4)))
+        stop_file = tmp_path / "stop"
         feeder = subprocess.Popen(
-            [sys.executable, "-c", FEEDER, str(key.key_id)],
+            [sys.executable, "-c", FEEDER, str(key.key_id), str(stop_file)],
             cwd=ROOT,
             env=process_env(),
             stdout=subprocess.DEVNULL,
@@ -129,16 +130,22 @@ def test_rebuild_while_results_stream_in_loses_nothing():
             time.sleep(0.05)  # the feeder is submitting: rebuild now, while it goes on
         call_command("rebuild_boards", "live", "--quiet", stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
         during = ScoreEvent.objects.count()
+        deadline = time.monotonic() + 30
+        while ScoreEvent.objects.count() <= during and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop_file.touch()  # the feeder stops only once results have arrived after the swap
         assert feeder.wait(timeout=120) == 0, feeder.stderr.read() if feeder.stderr else ""
         assert ScoreEvent.objects.count() > during  # results kept arriving after the swap
         wait_drained()
         assert boards_diff(game=game, now=timezone.now()) == {}
     finally:
+        (tmp_path / "stop").touch()
         stop(worker)
         stop(beat)
 
 
-# Submits 80 batches of 25 matches from another process while the rebuild runs.
+# Submits batches of 25 matches from another process while the rebuild runs, until told to stop
+# (a file appears) or 2,000 batches have gone.
 FEEDER = """
 import os, sys, random, uuid, django
 from datetime import timedelta
@@ -148,6 +155,8 @@ from anticheat.models import ServerKey
 from scoring.tests.test_worker_integration import make_matches, submit
 key = ServerKey.objects.select_related("game").get(key_id=sys.argv[1])
 rng = random.Random(99)
-for _ in range(80):
+for _ in range(2000):
+    if os.path.exists(sys.argv[2]):
+        break
     submit(key.game, key, make_matches(rng, 25, timezone.now() - timedelta(days=2)))
 """
