@@ -5,14 +5,14 @@ measure the jobs, not ingest), the job's peak memory, and the clean-up of everyt
 Needs Django set up (the callers do it before importing this module).
 """
 
-import multiprocessing
-import resource
+import os
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -22,10 +22,12 @@ from boards.models import FrozenStanding, Player
 from common.db import copy_rows
 from common.redis import client
 from scoring.models import ScoreEvent, SeasonTotal
-from seasons.models import Game, Season
+from seasons.catalog import catalog_key, catalog_version_key
+from seasons.models import Game, Season, SeasonPointer, SeasonPointerChange
 from seasons.periods import week_label
 from seasons.services import game_create
 
+ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 50_000
 COLUMNS = ["game_id", "season_id", "match_id", "player_id", "points", "played_at", "accepted_at"]
 COLUMNS += ["duration_s", "day", "week", "region", "extra_boards", "status", "reason", "applied_at"]
@@ -68,9 +70,11 @@ def ledger_seed(*, label: str, players: int, tie_rule: str = "competition") -> t
                 for i in range(n)
             ),
         )
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {ScoreEvent._meta.db_table}")
     log(f"ledger: {players} events of game {game.slug} written in {time.perf_counter() - started:.1f} s")
+    started = time.perf_counter()
+    with connection.cursor() as cursor:  # as a season's ledger is by its end: vacuumed, analyzed
+        cursor.execute(f"VACUUM (ANALYZE) {ScoreEvent._meta.db_table}")
+    log(f"ledger: vacuumed in {time.perf_counter() - started:.1f} s")
     return game, season
 
 
@@ -81,36 +85,38 @@ def bench_cleanup(*, game: Game) -> None:
     found = list(redis.scan_iter(match=keys.board_pattern(game.slug), count=10_000))
     for start in range(0, len(found), 1000):
         redis.unlink(*found[start : start + 1000])
-    redis.unlink(keys.names_key(game.slug), keys.names_version_key(game.slug), keys.hidden_key(game.slug))
+    redis.unlink(
+        keys.names_key(game.slug),
+        keys.names_version_key(game.slug),
+        keys.hidden_key(game.slug),
+        catalog_key(game.slug),
+        catalog_version_key(game.slug),
+    )
     with transaction.atomic():
         seasons = list(game.seasons.values_list("id", flat=True))
         FrozenStanding.objects.filter(season_id__in=seasons).delete()
         ScoreEvent.objects.filter(game=game).delete()
         SeasonTotal.objects.filter(season_id__in=seasons).delete()
         Player.objects.filter(game=game).delete()
+        SeasonPointerChange.objects.filter(game=game).delete()
+        SeasonPointer.objects.filter(game=game).delete()
+        Season.objects.filter(game=game).delete()
         game.delete()
     log(f"cleaned up game {game.slug}")
 
 
-def _child(target: Callable[[], Any], queue: "multiprocessing.Queue[Any]") -> None:
-    connection.close()  # the parent's connection is not ours to use
-    started = time.perf_counter()
-    result = target()
-    elapsed = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    queue.put((elapsed, peak_kb, result))
-
-
-def measured(target: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Run `target` in a forked child: (seconds, the child's peak RSS in MB, its result). The
-    child's peak counts what the job itself held, not what the parent held before (seeding)."""
-    context = multiprocessing.get_context("fork")
-    queue: multiprocessing.Queue[Any] = context.Queue()
-    connection.close()
-    process = context.Process(target=_child, args=(target, queue))
-    process.start()
-    elapsed, peak_kb, result = queue.get()
-    process.join()
-    if process.exitcode != 0:
-        raise SystemExit(f"the measured job failed (exit code {process.exitcode})")
-    return elapsed, peak_kb / 1024, result
+def measured_run(command: list[str]) -> tuple[float, float, str]:
+    """Run a command in a process of its own, from the project's root: (wall seconds, its peak RSS
+    in MB, its stdout). The peak is the child's own (wait4), not this process's."""
+    env = {**os.environ, "LOG_LEVEL": "WARNING"}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed:\n{err.read()}")
+        return elapsed, usage.ru_maxrss / 1024, out.read()

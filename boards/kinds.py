@@ -30,9 +30,21 @@ class BoardKind:
         """Seconds a board of this kind lives after its last write (0: no expiry)."""
         return int(getattr(settings, self.ttl_setting)) if self.ttl_setting else 0
 
+    def ttl_left_s(self, last_write: datetime, now: datetime) -> int | None:
+        """Seconds a board of this kind last written at `last_write` should still live (None: no
+        expiry; 0 or less: gone)."""
+        ttl = self.ttl_s()
+        if ttl == 0:
+            return None
+        return int(ttl - (now - last_write).total_seconds())
+
     def period_of(self, moment: date | datetime) -> str:
         """The period label a result played at `moment` lands in (`-` for season boards)."""
         return self.period.label(moment) if self.period is not None else NO_PERIOD
+
+    def period_sql(self, column: str) -> str:
+        """SQL giving `period_of` a `date` column (PostgreSQL): what the ledger's queries group by."""
+        return self.period.sql_label(column) if self.period is not None else f"'{NO_PERIOD}'"
 
     def period_checked(self, label: str) -> str:
         """`label` when it is a well-formed period of this kind; BadPeriod otherwise."""

@@ -1,16 +1,20 @@
 """Rebuilding a game's boards in place: staged copies, a short pause, one swap.
 
-A rebuild (scoring/rebuild.py holds the ledger's side) writes every board's new content under
-`<key>:rebuild` while the live boards keep updating (`board_stage`), pauses the game's applies
-(`game_paused`: the apply script answers "paused" and the caller retries), patches the staged
-copies with what moved meanwhile (`board_stage_patch`), then renames every staged key over its live
-key in one MULTI (`boards_swap`). Display names and the hidden set are rebuilt from the players
-table (`names_rebuild`, `hidden_rebuild`).
+A rebuild (scoring/rebuild.py holds the ledger's side) streams every board's new content into
+`<key>:rebuild` while the live boards keep updating (`BoardStager`: pipelined ZADDs, a chunk at a
+time, so memory stays flat for boards of millions), pauses the game's applies (`game_paused`: the
+apply script answers "paused" and the caller retries), patches the staged copies with what moved
+meanwhile (`board_stage_patch`), then renames every staged key over its live key in one MULTI
+(`boards_swap`). Display names and the hidden set are rebuilt from the players table
+(`names_rebuild`, `hidden_rebuild`).
 """
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Q
 from redis.client import Pipeline
@@ -20,78 +24,221 @@ from seasons.models import Game
 
 from . import keys
 from .codec import ScoreCodec
+from .keys import BoardRef
+from .kinds import KINDS
 from .models import Friendship, Player
-from .tally import BoardScores
+from .tally import BoardEntry, BoardScores, moment_of
 
 PAUSE_TTL_S = 120
-WRITE_CHUNK = 5000
+WRITE_CHUNK = 5000  # members per ZADD
+PIPE_MEMBERS = 50_000  # members queued before the pipeline goes out
 
 Progress = Callable[[int], None]
 
 
-def _distinct(board: BoardScores, codec: ScoreCodec) -> dict[str, int]:
-    points = {codec.points(score) for score in board.scores.values()}
-    return {str(p): p for p in points}
+@dataclass
+class StagedBoard:
+    """A board staged under `<key>:rebuild`: what the patch and the swap need to know of it."""
+
+    ref: BoardRef
+    last_write: datetime  # the latest accept time of a result on it (periodic boards expire after it)
+
+    def ttl_left_s(self, now: datetime) -> int | None:
+        return KINDS[self.ref.board].ttl_left_s(self.last_write, now)
 
 
-def board_stage(
-    pipe: Pipeline, board: BoardScores, *, dense: bool, codec: ScoreCodec, now: datetime, progress: Progress | None
-) -> None:
-    """Queue on `pipe` the writes of a board's staged copy (and its dense companion)."""
-    key = board.ref.key + keys.REBUILD_SUFFIX
-    companion = keys.distinct_key(key)
-    pipe.delete(key, companion)
-    items = list(board.scores.items())
-    for start in range(0, len(items), WRITE_CHUNK):
-        pipe.zadd(key, dict(items[start : start + WRITE_CHUNK]))
-        if progress:
-            progress(min(WRITE_CHUNK, len(items) - start))
-    if dense and items:
-        pipe.zadd(companion, _distinct(board, codec))
-    ttl = board.ttl_left_s(now)
-    if ttl is not None:
-        pipe.expire(key, max(ttl, 1))
-        if dense:
-            pipe.expire(companion, max(ttl, 1))
+@dataclass(eq=False)
+class _Staging:
+    """A board being streamed in: its queued members (flat score, member pairs for ZADD) and, for
+    the dense rule, its distinct points (entries arrive in display order, so a new value is a
+    change from the previous one)."""
+
+    ref: BoardRef
+    key: str
+    time_bits: int
+    last_us: int = 0
+    members: list[int | str] = field(default_factory=list)
+    distinct: list[int | str] = field(default_factory=list)
+    previous_points: int = -1
+
+
+class BoardStager:
+    """Writes streamed board entries (`BoardEntry`, as the ledger's derivation yields them) into
+    the staged copies of their boards, and with `dense` their distinct-points companions; then
+    `finish` gives the staged boards their lifetimes. For the dense rule the entries of a board
+    must come in display order (its companion is written as its points change).
+
+    The writes go out in pipelines of PIPE_MEMBERS members from a thread of its own, one pipeline
+    at a time and in order: Redis stores one batch while the caller reads and queues the next
+    (Redis, PostgreSQL and this process each keep a core busy). Use it as a context manager (the
+    thread ends with the block)."""
+
+    def __init__(
+        self, *, game: str, dense: bool, codecs: Mapping[int, ScoreCodec], progress: Progress | None = None
+    ) -> None:
+        self.game = game
+        self.dense = dense
+        self.codecs = codecs
+        self.progress = progress
+        self.members = 0
+        self._boards: dict[tuple[str, int, str, str], _Staging] = {}
+        self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-stager")
+        self._sent: Future[list[Any]] | None = None
+        self._pipe = client().pipeline(transaction=False)
+        # ZADD with flat (score, member) arguments, as they stream in: no mapping built per chunk.
+        self._command: Callable[..., Any] = self._pipe.execute_command
+        self._queued = 0
+
+    def __enter__(self) -> "BoardStager":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._sender.shutdown(wait=True, cancel_futures=True)
+
+    def write(self, rows: Iterable[BoardEntry]) -> None:
+        boards = self._boards
+        dense = self.dense
+        for kind, season_id, region, period, player, score, last_us in rows:
+            board = boards.get((kind, season_id, region, period))
+            if board is None:
+                board = self._open(kind, season_id, region, period)
+            members = board.members
+            members.append(score)
+            members.append(player)
+            if last_us > board.last_us:
+                board.last_us = last_us
+            if dense:
+                points = score >> board.time_bits
+                if points != board.previous_points:
+                    board.previous_points = points
+                    board.distinct.append(points)
+                    board.distinct.append(str(points))
+                    if len(board.distinct) >= 2 * WRITE_CHUNK:
+                        self._command("ZADD", keys.distinct_key(board.key), *board.distinct)
+                        board.distinct.clear()
+            if len(members) >= 2 * WRITE_CHUNK:
+                self._flush(board)
+
+    def _open(self, kind: str, season_id: int, region: str, period: str) -> _Staging:
+        ref = BoardRef(self.game, season_id, kind, region, period)
+        board = _Staging(ref=ref, key=ref.key + keys.REBUILD_SUFFIX, time_bits=self.codecs[season_id].time_bits)
+        self._boards[(kind, season_id, region, period)] = board
+        self._pipe.delete(board.key, keys.distinct_key(board.key))  # a leftover of an earlier run
+        return board
+
+    def _flush(self, board: _Staging) -> None:
+        if board.members:
+            self._command("ZADD", board.key, *board.members)
+            self._queued += len(board.members) // 2
+            board.members.clear()
+        if board.distinct:
+            self._command("ZADD", keys.distinct_key(board.key), *board.distinct)
+            board.distinct.clear()
+        if self._queued >= PIPE_MEMBERS:
+            self._send()
+
+    def _send(self) -> None:
+        self._wait()  # one pipeline in flight at most: memory stays bounded, commands keep their order
+        self._sent = self._sender.submit(self._pipe.execute)
+        self._pipe = client().pipeline(transaction=False)
+        self._command = self._pipe.execute_command
+        self.members += self._queued
+        if self.progress:
+            self.progress(self._queued)
+        self._queued = 0
+
+    def _wait(self) -> None:
+        if self._sent is not None:
+            sent, self._sent = self._sent, None
+            sent.result()  # raises what the pipeline raised
+
+    def finish(self, *, now: datetime) -> dict[str, StagedBoard]:
+        """Write what is queued, give each staged board (and companion) its lifetime, drop the ones
+        whose lifetime had ended by `now`. Returns the staged boards by live key."""
+        for board in self._boards.values():
+            self._flush(board)
+        staged: dict[str, StagedBoard] = {}
+        for board in self._boards.values():
+            done = StagedBoard(ref=board.ref, last_write=moment_of(board.last_us))
+            ttl = done.ttl_left_s(now)
+            names = [board.key, keys.distinct_key(board.key)] if self.dense else [board.key]
+            if ttl is not None and ttl <= 0:
+                self._pipe.unlink(*names)
+                continue
+            if ttl is not None:
+                for name in names:
+                    self._pipe.expire(name, ttl)
+            staged[board.ref.key] = done
+        self._send()
+        self._wait()
+        self._boards.clear()
+        return staged
 
 
 def board_stage_patch(
     *,
-    staged: dict[str, BoardScores],
+    staged: dict[str, StagedBoard],
     fresh: dict[str, BoardScores],
     players: set[str],
     dense: bool,
-    codec_of: Callable[[BoardScores], ScoreCodec],
+    codecs: Mapping[int, ScoreCodec],
     now: datetime,
 ) -> None:
     """Bring the staged copies up to date for `players`, whose entries `fresh` holds as they are
-    now: drop those gone, write the new ones, redo the dense companions of the boards touched.
-    `staged` is updated in place (it is what the swap installs)."""
-    pipe = client().pipeline(transaction=False)
-    for key, board in staged.items():
-        for player in players:
-            if player in board.scores and (key not in fresh or player not in fresh[key].scores):
-                pipe.zrem(key + keys.REBUILD_SUFFIX, player)
-                del board.scores[player]
+    now: drop those gone, write the new ones, and with `dense` move the companions' distinct
+    points to match (a value leaves when no member of the board holds it any more). `staged` is
+    updated in place (it is what the swap installs); a board left empty leaves it. A board of
+    `fresh` not staged yet (its period began during phase 1) is added unless its lifetime has
+    ended."""
+    fresh = {k: b for k, b in fresh.items() if k in staged or not b.expired(now)}
+    redis = client()
+    touched = sorted(players)
+    old_points: dict[str, set[int]] = {}
+    if dense and touched and staged:
+        pipe = redis.pipeline(transaction=False)
+        for key in staged:
+            pipe.zmscore(key + keys.REBUILD_SUFFIX, touched)
+        for key, scores in zip(staged, pipe.execute(), strict=True):
+            codec = codecs[staged[key].ref.season_id]
+            old_points[key] = {codec.points(score) for score in scores if score is not None}
+    pipe = redis.pipeline(transaction=False)
+    for key in staged:
+        gone = [p for p in touched if key not in fresh or p not in fresh[key].scores]
+        if gone:
+            pipe.zrem(key + keys.REBUILD_SUFFIX, *gone)
+    new_points: dict[str, set[int]] = {}
     for key, board in fresh.items():
-        if key not in staged:
-            staged[key] = BoardScores(ref=board.ref, scores={}, last_write=board.last_write)
-        target = staged[key]
-        target.scores.update(board.scores)
+        target = staged.get(key)
+        if target is None:
+            target = staged[key] = StagedBoard(ref=board.ref, last_write=board.last_write)
         target.last_write = max(target.last_write, board.last_write)
+        stage_key = key + keys.REBUILD_SUFFIX
         if board.scores:
-            pipe.zadd(key + keys.REBUILD_SUFFIX, board.scores)
+            pipe.zadd(stage_key, board.scores)
+        if dense:
+            codec = codecs[board.ref.season_id]
+            new_points[key] = {codec.points(score) for score in board.scores.values()}
+            if new_points[key]:
+                pipe.zadd(keys.distinct_key(stage_key), {str(p): p for p in new_points[key]})
         ttl = target.ttl_left_s(now)
         if ttl is not None:
-            pipe.expire(key + keys.REBUILD_SUFFIX, max(ttl, 1))
-    if dense:
-        for key in fresh:
-            companion = keys.distinct_key(key + keys.REBUILD_SUFFIX)
-            pipe.delete(companion)
-            distinct = _distinct(staged[key], codec_of(staged[key]))
-            if distinct:
-                pipe.zadd(companion, distinct)
+            for name in [stage_key, keys.distinct_key(stage_key)] if dense else [stage_key]:
+                pipe.expire(name, max(ttl, 1))
     pipe.execute()
+    if dense:  # values the touched players held before: still held by someone else?
+        leaving = [(key, p) for key, held in old_points.items() for p in held - new_points.get(key, set())]
+        for key, p in leaving:
+            span = codecs[staged[key].ref.season_id].time_span
+            pipe.zcount(key + keys.REBUILD_SUFFIX, p * span, p * span + span - 1)
+        for (key, p), left in zip(leaving, pipe.execute(), strict=True):
+            if not left:
+                pipe.zrem(keys.distinct_key(key + keys.REBUILD_SUFFIX), str(p))
+        pipe.execute()
+    for key in staged:
+        pipe.exists(key + keys.REBUILD_SUFFIX)
+    for key, exists in zip(list(staged), pipe.execute(), strict=True):
+        if not exists:  # every member left: nothing to swap in (the live board goes as stale)
+            del staged[key]
 
 
 @contextmanager
@@ -106,14 +253,17 @@ def game_paused(game: str, reason: str) -> Iterator[None]:
         redis.delete(keys.pause_key(game))
 
 
-def boards_swap(*, game: str, board_keys: set[str], dense: bool) -> int:
-    """Rename every staged key over its live key (one MULTI); drop live boards not in `board_keys`.
-    Returns the number of live boards dropped. The old values are unlinked (freed in the
-    background), so a 1M-member board does not block Redis."""
+def boards_swap(*, game: str, board_keys: set[str], dense: bool, kinds: Collection[str] | None = None) -> int:
+    """Rename every staged key over its live key (one MULTI); drop live boards not in `board_keys`
+    (of `kinds` only, when the rebuild took only those). Returns the number of live boards
+    dropped. The old values are unlinked (freed in the background), so a 1M-member board does not
+    block Redis."""
     redis = client()
     scanned = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
     # Live boards and their dense companions (not staged copies, leftovers or versions).
     existing = {k for k in scanned if keys.is_board_key(k) or (k.endswith(":d") and keys.is_board_key(k[:-2]))}
+    if kinds is not None:
+        existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).board in kinds}
     pipe = redis.pipeline(transaction=True)
     old_keys = []
     for key in board_keys:

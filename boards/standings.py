@@ -1,13 +1,15 @@
 """Final standings: a frozen season's boards, kept in PostgreSQL for good.
 
-`standings_store` writes them (COPY) inside the caller's transaction; the freeze that decides
-what they are lives with the ledger (scoring/freezing.py), since the ledger is the truth and old
-day and week boards have left Redis by then. Once stored and committed, the season's keys get an
-expiry (`season_keys_expire`); `season_archive` drops what is left of them. Reads of a frozen
-season come from these rows (selectors.py).
+`standings_store` writes them (COPY) inside the caller's transaction, from the boards' members
+streamed in display order: positions and ranks (the game's tie rule, ranking.py) are counted as
+the rows go by, so a board of millions is never held whole. The freeze that decides what they are
+lives with the ledger (scoring/freezing.py), since the ledger is the truth and old day and week
+boards have left Redis by then. Once stored and committed, the season's keys get an expiry
+(`season_keys_expire`); `season_archive` drops what is left of them. Reads of a frozen season come
+from these rows (selectors.py).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -21,34 +23,48 @@ from seasons.services import season_mark_archived
 from . import keys
 from .codec import ScoreCodec
 from .models import FrozenStanding
-from .ranking import ranks_for
-from .tally import BoardScores
+from .ranking import Ranker
+from .tally import BoardEntry
 
 STANDING_COLUMNS = ["season_id", "board", "region", "period", "position", "rank", "player_id", "score"]
 
 
-def standings_store(*, season: Season, boards: Iterable[BoardScores]) -> int:
-    """Write every board's final standings (display order, the game's tie rule) and return the
-    number of rows. Call inside the transaction that marks the season frozen; the keys' expiry
-    follows its commit."""
+class OutOfOrder(ValueError):
+    """Standings were handed a board's members out of display order: their ranks would be wrong."""
+
+
+def standings_store(*, season: Season, entries: Iterable[Sequence[BoardEntry]]) -> int:
+    """Write the final standings of the season's boards and return the number of rows.
+
+    `entries` streams every board's members in chunks, board after board, each board in display
+    order: score descending, then player id by code point (`ledger_entries(ordered=True)`, or
+    `tally.board_entries` for boards in memory); each chunk is one COPY. Call inside the
+    transaction that marks the season frozen; the keys' expiry follows its commit."""
     codec = ScoreCodec(season.time_bits)
+    bits, capacity = codec.time_bits, codec.max_points
     rule = season.game.tie_rule
     ascending = season.game.ascending
+    season_id = season.id
+    board: tuple[str, str, str] | None = None
+    ranker = Ranker(rule)
+    position = 0
+    previous = 0
     rows = 0
-    for board in boards:
-        ordered = sorted(board.scores.items(), key=lambda item: (-item[1], item[0]))
-        stored = [codec.points(score) for _, score in ordered]
-        ranks = ranks_for(stored, rule)
-        shown = [codec.shown_points(p, ascending=ascending) for p in stored]
-        ref = board.ref
-        rows += copy_rows(
-            FrozenStanding._meta.db_table,
-            STANDING_COLUMNS,
-            (
-                (season.id, ref.board, ref.region, ref.period, position, ranks[position], player, shown[position])
-                for position, (player, _) in enumerate(ordered)
-            ),
-        )
+    for chunk in entries:
+        out = []
+        for kind, _, region, period, player, score, _ in chunk:
+            if board is None or period != board[2] or region != board[1] or kind != board[0]:
+                board = (kind, region, period)
+                ranker = Ranker(rule)
+                position = 0
+            elif score > previous:
+                raise OutOfOrder(f"{player} on {kind} {region} {period}: a higher score after a lower one")
+            previous = score
+            stored = score >> bits
+            shown = capacity - stored if ascending else stored
+            out.append((season_id, kind, region, period, position, ranker.rank(stored), player, shown))
+            position += 1
+        rows += copy_rows(FrozenStanding._meta.db_table, STANDING_COLUMNS, out)
     transaction.on_commit(lambda: season_keys_expire(season=season), robust=True)
     return rows
 

@@ -1,23 +1,31 @@
-"""The scoring rule in Python: how a player's results fold into one board score.
+"""The scoring rule in Python, and the shapes a whole board travels in.
 
-The Lua writer (lua/apply_events.lua) applies the rule one event at a time as results arrive;
-`Tally` folds many at once, in any order: the ledger's rebuilds and corrections
-(scoring/selectors.py) and a week re-derived from its days (windows.py) both use it, so the
-service states the rule once in each language. The tests keep their own reference.
+The rule is stated once per language: the Lua writer (lua/apply_events.lua) applies it one event
+at a time as results arrive; the ledger's derivation (scoring/selectors.py) states it in SQL, one
+aggregate per board kind, for rebuilds, the freeze, corrections and the consistency checks; and
+`Tally` here folds scores already on the boards (a week re-derived from its day boards,
+windows.py). The tests hold the three to each other: the ledger's boards equal the writer's member
+for member (FLUSHALL + rebuild), and a week derived from its days equals the writer's week.
 
 - Sum boards (`all`, `daily`, `weekly`, `monthly`): points add up; the player "reached" the sum
   at the latest accept time of a positive result (the earliest, while every result is 0).
 - Best boards (`best`): the best single result, reached when it was first scored.
 - Lower-is-better games: every board keeps the lowest value, reached when it was first scored.
 Times are whole seconds from the season's start (`reached_s`), as the codec stores them.
+
+A board in memory is a `BoardScores` (small: a few players' entries, a test's board); a board
+streamed is a run of `BoardEntry` rows, as the ledger's derivation yields them.
 """
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from .codec import ScoreCodec
 from .keys import BoardRef
 from .kinds import KINDS
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -77,11 +85,33 @@ class BoardScores:
 
     def ttl_left_s(self, now: datetime) -> int | None:
         """Seconds the board should still live (periodic boards), None for no expiry."""
-        ttl = KINDS[self.ref.board].ttl_s()
-        if ttl == 0:
-            return None
-        return int(ttl - (now - self.last_write).total_seconds())
+        return KINDS[self.ref.board].ttl_left_s(self.last_write, now)
 
     def expired(self, now: datetime) -> bool:
         left = self.ttl_left_s(now)
         return left is not None and left <= 0
+
+
+# One member of one board: (board kind, season id, region, period, player id, encoded score, the
+# latest accept time of this player's results on it, in microseconds since the epoch: what the
+# board's lifetime counts from). Plain tuples of plain values: millions of them stream by.
+BoardEntry = tuple[str, int, str, str, str, int, int]
+
+
+def moment_of(epoch_us: int) -> datetime:
+    """A `BoardEntry`'s microseconds since the epoch as an aware datetime (UTC)."""
+    return EPOCH + timedelta(microseconds=epoch_us)
+
+
+def epoch_us(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(microseconds=1)
+
+
+def board_entries(boards: Iterable[BoardScores]) -> Iterator[list[BoardEntry]]:
+    """In-memory boards as streamed entries, each board in display order (score descending, then
+    player id), one chunk per board: what `standings_store` takes."""
+    for board in boards:
+        ref = board.ref
+        ordered = sorted(board.scores.items(), key=lambda item: (-item[1], item[0]))
+        last = epoch_us(board.last_write)
+        yield [(ref.board, ref.season_id, ref.region, ref.period, p, s, last) for p, s in ordered]

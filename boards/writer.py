@@ -226,6 +226,17 @@ def dedup_mark(*, event_ids: list[int], ttl_s: int) -> None:
     pipe.execute()
 
 
+def dedup_marked(*, event_ids: list[int]) -> set[int]:
+    """The results among these whose dedup marker is set: the boards hold them (or a script that
+    applied them has run), whatever their `applied_at` says yet."""
+    if not event_ids:
+        return set()
+    pipe = client().pipeline(transaction=False)
+    for event_id in event_ids:
+        pipe.hexists(*keys.dedup_location(event_id))
+    return {event_id for event_id, marked in zip(event_ids, pipe.execute(), strict=True) if marked}
+
+
 def dedup_clear(*, event_ids: list[int]) -> None:
     """Forget that results were applied: the next apply of each counts it (a withheld or reinstated
     result, whose old contribution a correction already took off the boards)."""

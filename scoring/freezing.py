@@ -6,19 +6,28 @@ results not yet on the boards and periods whose day and week boards have left Re
 why this job sits with the ledger rather than in `boards`, which stores the rows
 (`boards.standings.standings_store`), expires the season's keys after the commit, and answers
 every later read of the season from them.
+
+The members stream from the ledger into COPY, one board kind at a time, each board in display
+order (`selectors.ledger_entries`): a season of millions of players freezes in memory that does
+not grow with it.
 """
 
 import logging
+from collections.abc import Generator
+from contextlib import closing
 from datetime import datetime
 
 from django.db import transaction
 
+from boards.kinds import KINDS
 from boards.standings import standings_store
+from boards.tally import BoardEntry
 from seasons.catalog import catalog_publish
+from seasons.models import Season
 from seasons.selectors import season_lock, seasons_to_freeze
 from seasons.services import season_mark_frozen
 
-from .selectors import ledger_boards
+from .selectors import ledger_entries, ledger_has_extra_boards
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +43,22 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
         season = season_lock(season_id=season_id)
         if season.frozen_at is not None:
             return 0
-        boards = ledger_boards(game=season.game, season_id=season.id).values()
-        rows = standings_store(season=season, boards=boards)
+        with closing(_season_entries(season)) as entries:  # its cursors close before the commit
+            rows = standings_store(season=season, entries=entries)
         season_mark_frozen(season=season, now=now)
     catalog_publish(slug=season.game.slug)  # readers switch to the standings
     logger.info("season %s frozen: %d standing rows", season_id, rows)
     return rows
+
+
+def _season_entries(season: Season) -> Generator[list[BoardEntry], None, None]:
+    """Every board of the season, kind after kind, each board in display order."""
+    extras = ledger_has_extra_boards(game=season.game, season_id=season.id)
+    for kind in KINDS.values():
+        with ledger_entries(
+            game=season.game, kinds=[kind], season_id=season.id, ordered=True, interleaved=True, extras=extras
+        ) as chunks:
+            yield from chunks
 
 
 def seasons_freeze_due(*, now: datetime) -> list[int]:

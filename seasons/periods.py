@@ -1,7 +1,9 @@
 """Period arithmetic in UTC: the day, ISO week and month of a moment, their labels, and stepping.
 
 `DAY`, `WEEK` and `MONTH` are the one place a period's label is made, checked or moved; the board
-kinds (boards/kinds.py) and the board page take them from here, never redo the arithmetic.
+kinds (boards/kinds.py) and the board page take them from here, never redo the arithmetic. The
+label is also given as SQL (`Period.sql_label`, the same text from a `date` column) for the
+ledger's queries that group results by period; tests compare the two over years of days.
 """
 
 import re
@@ -11,6 +13,9 @@ from datetime import UTC, date, datetime, timedelta
 DAY_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
 MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
+
+# PostgreSQL's to_char patterns giving `label` from a date: ISO year and week for weeks.
+SQL_LABEL_FORMATS = {"day": "YYYY-MM-DD", "week": 'IYYY-"W"IW', "month": "YYYY-MM"}
 
 
 class BadPeriod(ValueError):
@@ -94,6 +99,11 @@ class Period:
         if self.name == "week":
             return week_label(moment)
         return month_label(moment)
+
+    def sql_label(self, column: str) -> str:
+        """SQL giving the label of the period holding a `date` column's day (PostgreSQL), the
+        same text as `label` (years 1000-9999)."""
+        return f"to_char({column}, '{SQL_LABEL_FORMATS[self.name]}')"
 
     def start(self, label: str) -> date:
         if self.name == "day":

@@ -11,7 +11,7 @@ from boards.fastpath import FastReads
 from boards.keys import BoardRef
 from boards.services import friendship_add
 from boards.standings import standings_store
-from boards.tally import BoardScores
+from boards.tally import BoardScores, board_entries
 from boards.testing import record
 from common.redis import client as redis_client
 from common.testing import asgi_request
@@ -87,7 +87,8 @@ def test_what_the_fast_path_hands_to_django_is_answered_the_same():
     board = BoardRef("arena", old.id, "all")
     scores = {str(m): int(s) for m, s in redis_client().zrange(board.key, 0, -1, withscores=True)}
     with transaction.atomic():  # a freeze, as scoring does it from the ledger
-        standings_store(season=old, boards=[BoardScores(ref=board, scores=scores, last_write=timezone.now())])
+        board_scores = BoardScores(ref=board, scores=scores, last_write=timezone.now())
+        standings_store(season=old, entries=board_entries([board_scores]))
         season_mark_frozen(season=old, now=timezone.now())
     catalog_publish(slug="arena")
     assert same(f"{base}/all/top", f"season={old.id}") == 200  # final standings: Django reads PostgreSQL

@@ -48,3 +48,19 @@ def test_every_day_of_a_week_is_in_it():
 def test_a_month_of_year_zero_is_a_bad_period_not_a_crash():
     with pytest.raises(BadPeriod):
         MONTH.check("0000-01")
+
+
+@pytest.mark.django_db
+def test_sql_labels_are_the_python_labels_over_years_of_days():
+    from django.db import connection
+
+    first, last = date(2019, 1, 1), date(2032, 12, 31)
+    labels = ", ".join(p.sql_label("d::date") for p in (DAY, WEEK, MONTH))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT d::date, {labels} FROM generate_series(%s::date, %s::date, interval '1 day') AS d", [first, last]
+        )
+        rows = cursor.fetchall()
+    assert len(rows) == (last - first).days + 1
+    for day, *sql in rows:
+        assert sql == [DAY.label(day), WEEK.label(day), MONTH.label(day)], day

@@ -3,15 +3,23 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from boards.kinds import BOARD_NAMES
 from scoring.rebuild import boards_rebuild
 from seasons.selectors import game_get
 
 
 class Command(BaseCommand):
-    help = "Rebuild every live board of a game from the ledger into fresh keys and swap them in."
+    help = "Rebuild the live boards of a game from the ledger into fresh keys and swap them in."
 
     def add_arguments(self, parser):
         parser.add_argument("game")
+        parser.add_argument(
+            "--board",
+            action="append",
+            choices=BOARD_NAMES,
+            metavar="KIND",
+            help=f"rebuild only the boards of this kind ({', '.join(BOARD_NAMES)}); repeat for more (default: all)",
+        )
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def handle(self, *args, **options):
@@ -19,6 +27,6 @@ class Command(BaseCommand):
         if game is None:
             raise CommandError(f"unknown game {options['game']!r}")
         bar = tqdm(unit="member", desc=f"rebuild {game.slug}", disable=options["quiet"], file=self.stderr._out)
-        report = boards_rebuild(game=game, progress=bar.update, on_total=lambda n: setattr(bar, "total", n))
+        report = boards_rebuild(game=game, kinds=options["board"], progress=bar.update)
         bar.close()
         self.stdout.write(json.dumps({"game": game.slug, **report.__dict__}))
