@@ -631,6 +631,11 @@ def memory(args) -> dict:
     dedup_ttl = 6 * 3600  # settings.SCORING_DEDUP_TTL_S
 
     def used() -> int:
+        """used_memory once Redis has no lazy frees pending: the raw phase UNLINKs its keys, and
+        Redis frees them in the background, which would otherwise shrink the delta measured here."""
+        deadline = time.monotonic() + 60
+        while int(r.info("memory").get("lazyfree_pending_objects", 0)) and time.monotonic() < deadline:
+            time.sleep(0.05)
         return int(r.info("memory")["used_memory"])
 
     before = used()

@@ -152,11 +152,16 @@ def board_info(args, game: str) -> dict:
 
 
 # --------------------------------------------------------------------------- the HTTP client (_common.Conn)
+ERROR_SAMPLES: dict[str, str] = {}  # status -> "path -> body" of the first such answer
+
+
 async def fetch(conn: Conn, path: str) -> int | str:
     """The status of one GET, or the name of the exception that broke the connection (then closed:
     the next GET opens a new one)."""
     try:
-        status, _ = await conn.get(path)
+        status, body = await conn.get(path)
+        if status != 200 and str(status) not in ERROR_SAMPLES:  # the first of each kind, reported at the end
+            ERROR_SAMPLES[str(status)] = f"{path} -> {body[:300].decode(errors='replace')}"
         return status
     except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
         conn.close()
@@ -608,6 +613,8 @@ def main() -> None:
             for name, p in meter.phases.items()
         )
     )
+    for status, sample in ERROR_SAMPLES.items():
+        log(f"first {status} answer: {sample}")
     if "open" in out:
         lines.append(out["open"].line(f"reads open loop {args.open_rate:.0f}/s", OPEN_TARGET_MS))
     if "open_ingest" in out:

@@ -28,8 +28,6 @@ SCORING_APPLY_CHUNK = env_int("SCORING_APPLY_CHUNK", 2000)
 BOARD_DAY_TTL_S = env_int("BOARD_DAY_TTL_S", 8 * 86400 + 3600)
 BOARD_WEEK_TTL_S = env_int("BOARD_WEEK_TTL_S", 14 * 86400 + 3600)
 BOARD_MONTH_TTL_S = env_int("BOARD_MONTH_TTL_S", 35 * 86400 + 3600)
-# Top-N answers are cached in-process this long, with single-flight.
-BOARD_TOP_CACHE_S = env_float("BOARD_TOP_CACHE_S", 1.0)
 # A frozen season's Redis keys live this long after its standings are written to PostgreSQL.
 SEASON_KEYS_TTL_AFTER_FREEZE_S = env_int("SEASON_KEYS_TTL_AFTER_FREEZE_S", 86400)
 # Anti-cheat defaults (per game overrides in the admin: GameRules). 0 switches a limit off.
