@@ -58,7 +58,7 @@ def test_ten_thousand_bad_submissions_store_nothing(client):
         kind = classes[i % len(classes)]
         path = result_path(game, uuid.uuid4())
         body_obj = match_body([{"player_id": f"p{rng.randint(0, 99)}", "points": rng.randint(0, 100)}])
-        while time.time() % 1 > 0.9:  # whole seconds: no tick between signing and checking
+        while kind.startswith("ts_") and time.time() % 1 > 0.9:  # no tick between signing and checking
             time.sleep(0.02)
         now = int(time.time())
         if kind.startswith("mass_"):
