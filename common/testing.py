@@ -54,18 +54,33 @@ def process_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def start_celery(args: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+def _output(name: str) -> Any:
+    """Where a process's output goes: nowhere, or with TEST_PROCESS_LOGS=DIR set, DIR/name-PID.log
+    (for debugging a test of real processes)."""
+    folder = os.environ.get("TEST_PROCESS_LOGS")
+    if not folder:
+        return subprocess.DEVNULL
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return open(Path(folder) / f"{name}-{os.getpid()}-{uuid.uuid4().hex[:6]}.log", "ab")
+
+
+def start_celery(args: list[str], **env: str) -> subprocess.Popen[bytes]:
+    """`env`: settings of the process that differ from `process_env`'s (another Redis, database)."""
+    output = _output(args[0])
+    proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "leaderboard_site", *args],
         cwd=ROOT,
-        env=process_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        env=process_env(**env),
+        stdout=output,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: SIGKILL reaches the pool children too
     )
+    if output is not subprocess.DEVNULL:
+        output.close()
+    return proc
 
 
-def start_worker() -> subprocess.Popen[bytes]:
+def start_worker(**env: str) -> subprocess.Popen[bytes]:
     name = f"it-{uuid.uuid4().hex[:6]}@%h"
     return start_celery(
         [
@@ -80,18 +95,21 @@ def start_worker() -> subprocess.Popen[bytes]:
             "--without-gossip",
             "-n",
             name,
-        ]
+        ],
+        **env,
     )
 
 
-def start_beat() -> subprocess.Popen[bytes]:
+def start_beat(**env: str) -> subprocess.Popen[bytes]:
     schedule = ROOT / "var" / f"test-beat-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     schedule.parent.mkdir(parents=True, exist_ok=True)
-    return start_celery(["beat", "-l", "warning", "-s", str(schedule)])
+    return start_celery(["beat", "-l", "warning", "-s", str(schedule)], **env)
 
 
-def start_web(port: int) -> subprocess.Popen[bytes]:
-    """The ASGI web server on 127.0.0.1:`port`; returns once /health/live answers (or 30 s)."""
+def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
+    """The ASGI web server on 127.0.0.1:`port`; returns once /health/live answers (or 30 s).
+    `env` as for `start_celery`."""
+    output = _output("web")
     web = subprocess.Popen(
         [
             sys.executable,
@@ -107,11 +125,13 @@ def start_web(port: int) -> subprocess.Popen[bytes]:
             "leaderboard_site.asgi:application",
         ],
         cwd=ROOT,
-        env=process_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        env=process_env(**env),
+        stdout=output,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    if output is not subprocess.DEVNULL:
+        output.close()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
