@@ -16,7 +16,10 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
+from leaderboard_site.orphans import exit_with_parent  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
+
+exit_with_parent()  # a uvicorn worker ends with its master (orphans.py)
 
 application = ProtocolTypeRouter(
     {

@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
-# Start the whole service: seed the demo game, print where to look, run web + worker + beat + demo.
+# Start the whole service under supervisord: seed the demo game, print where to look, then run web,
+# worker, beat and the demo stream, each restarted whenever it exits. Ctrl-C stops them all.
+#
+# The supervisord config is rendered from deploy/supervisord.conf.in into $RUN_DIR (default var/),
+# with PORT, HOST, WEB_CONCURRENCY, WEB_NICE, WORKER_CONCURRENCY from the environment; LOG_DIR=var/log
+# writes each process's log to a file there instead of this terminal. DEMO=0 runs without the demo.
+# While it runs: .venv/bin/supervisorctl -c var/supervisord.conf status (or restart web, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PORT="${PORT:-8000}"
-# honcho gives each process its own PORT (base + 100 per line); the demo needs the web one.
-# The web runs at a lower CPU priority (WEB_NICE, default 10): on a shared host the worker that puts
-# accepted results on the boards gets the CPU first, so the boards keep up with what is accepted
-# (measured on 2 cores at full ingest: accept-to-visible lag p99 12 s without, 0.6 s with).
-export SERVICE_PORT="$PORT"
+export PORT="${PORT:-8000}" HOST="${HOST:-127.0.0.1}" DEMO="${DEMO:-1}"
+export RUN_DIR="${RUN_DIR:-$PWD/var}"
 export PATH="$PWD/.venv/bin:$PATH"
-mkdir -p var
-seed=$(python manage.py seed_demo)
-key_id=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["key_id"])' "$seed")
-secret=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$seed")
+mkdir -p "$RUN_DIR"
+case "$HOST" in 0.0.0.0 | "::") shown=127.0.0.1 ;; *) shown="$HOST" ;; esac
 cat <<MSG
 
-  Leaderboard service on http://127.0.0.1:${PORT}/
-    demo board : http://127.0.0.1:${PORT}/games/demo/
-    admin      : http://127.0.0.1:${PORT}/admin/   (python manage.py createsuperuser)
-    API docs   : http://127.0.0.1:${PORT}/api/docs/
+  Leaderboard service on http://${shown}:${PORT}/
+    demo board : http://${shown}:${PORT}/games/demo/
+    admin      : http://${shown}:${PORT}/admin/   (python manage.py createsuperuser)
+    API docs   : http://${shown}:${PORT}/api/docs/
+MSG
+if [ "$DEMO" = 1 ]; then
+    seed=$(python manage.py seed_demo)
+    key_id=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["key_id"])' "$seed")
+    secret=$(python -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$seed")
+    cat <<MSG
     demo key   : ${key_id}
     secret     : ${secret}
-    submit one : .venv/bin/python scripts/submit.py --url http://127.0.0.1:${PORT} --game demo \\
+    submit one : .venv/bin/python scripts/submit.py --url http://${shown}:${PORT} --game demo \\
                    --key-id ${key_id} --secret ${secret} --player maya:50 --player leo:20
+MSG
+fi
+cat <<MSG
+    processes  : .venv/bin/supervisorctl -c ${RUN_DIR}/supervisord.conf status
 
 MSG
-exec honcho start -f Procfile
+python scripts/supervisord_conf.py --out "$RUN_DIR/supervisord.conf"
+exec supervisord -c "$RUN_DIR/supervisord.conf"
