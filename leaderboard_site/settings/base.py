@@ -19,6 +19,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -39,6 +40,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its 429 page (settings/auth.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "leaderboard_site.urls"
@@ -112,6 +115,7 @@ if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
 
+from .auth import *  # noqa: E402,F403
 from .celery import *  # noqa: E402,F403
 from .channels import *  # noqa: E402,F403
 from .drf import *  # noqa: E402,F403
