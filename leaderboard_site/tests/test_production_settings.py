@@ -1,6 +1,8 @@
 """The production profile (leaderboard_site/settings/production.py): `manage.py check --deploy`
-passes with no warning, and it refuses to start without a real secret key or its host names."""
+passes with no warning, it refuses to start without a real secret key or its host names, and a web
+process behind a TLS proxy redirects plain http, sends HSTS and secure cookies."""
 
+import http.client
 import os
 import secrets
 import subprocess
@@ -8,7 +10,7 @@ import sys
 
 import pytest
 
-from common.testing import ROOT
+from common.testing import ROOT, free_port, start_web, stop
 
 PRODUCTION = {
     "DJANGO_SETTINGS_MODULE": "leaderboard_site.settings.production",
@@ -56,3 +58,31 @@ def test_refuses_to_start_without_what_production_needs(env, named):
     done = manage("check", **env)
     assert done.returncode != 0
     assert "ConfigError" in done.stderr and named in done.stderr
+
+
+@pytest.mark.django_db
+def test_behind_a_tls_proxy_https_is_served_and_plain_http_redirected():
+    port = free_port()
+    web = start_web(port, **{**PRODUCTION, "DJANGO_ALLOWED_HOSTS": "leaderboard.example.com,127.0.0.1"})
+
+    def get(path: str, **headers: str) -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", path, headers={"Host": "leaderboard.example.com", **headers})
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        return response
+
+    try:
+        plain = get("/admin/login/")
+        assert plain.status == 301
+        assert plain.headers["Location"] == "https://leaderboard.example.com/admin/login/"
+        # The proxy's X-Forwarded-Proto, trusted from FORWARDED_ALLOW_IPS (uvicorn's default: 127.0.0.1).
+        proxied = get("/admin/login/", **{"X-Forwarded-Proto": "https"})
+        assert proxied.status == 200
+        assert proxied.headers["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains; preload"
+        assert "; Secure" in proxied.headers["Set-Cookie"] and proxied.headers["Set-Cookie"].startswith("csrftoken=")
+        assert get("/health/live").status == 200  # probes over plain http from inside
+        assert get("/admin/login/", Host="elsewhere.example.net").status == 400  # not in ALLOWED_HOSTS
+    finally:
+        stop(web)
