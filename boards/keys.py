@@ -10,6 +10,10 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:friends:{game}:{player}                       a player's confirmed friends (a set)
     lb:hidden:{game}                                 hidden and deleted players (a set)
     lb:pause:{game}                                  set while a rebuild swaps keys in
+    lb:rebuild-lock:{game}                           held while a rebuild of the game runs (one at a time)
+    lb:epoch                                         the boards marker: set once every game's live boards
+                                                     are complete (a recovery); missing = Redis lost its data
+    lb:recover-lock                                  held while the recovery rebuilds every game
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
     lb:rl:ip:{address}                               the public read bucket of a client address
@@ -102,6 +106,22 @@ def hidden_key(game: str) -> str:
 
 def pause_key(game: str) -> str:
     return f"{key_prefix()}:pause:{game}"
+
+
+def rebuild_lock_key(game: str) -> str:
+    """Held while a rebuild of the game runs: two at once would write the same staged copies."""
+    return f"{key_prefix()}:rebuild-lock:{game}"
+
+
+def epoch_key() -> str:
+    """The boards marker of the deployment (boards/epoch.py): written once the live boards of every
+    game were rebuilt from the ledger; a Redis that lost its data has lost it too."""
+    return f"{key_prefix()}:epoch"
+
+
+def recover_lock_key() -> str:
+    """Held while the recovery rebuilds every game (one recovery at a time)."""
+    return f"{key_prefix()}:recover-lock"
 
 
 def dedup_location(event_id: int) -> tuple[str, str]:

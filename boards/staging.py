@@ -253,17 +253,31 @@ def game_paused(game: str, reason: str) -> Iterator[None]:
         redis.delete(keys.pause_key(game))
 
 
-def boards_swap(*, game: str, board_keys: set[str], dense: bool, kinds: Collection[str] | None = None) -> int:
+def boards_swap(
+    *,
+    game: str,
+    board_keys: set[str],
+    dense: bool,
+    kinds: Collection[str] | None = None,
+    season_ids: Collection[int] | None = None,
+    applied_event_ids: Collection[int] = (),
+    dedup_ttl_s: int = 0,
+) -> int:
     """Rename every staged key over its live key (one MULTI); drop live boards not in `board_keys`
-    (of `kinds` only, when the rebuild took only those). Returns the number of live boards
-    dropped. The old values are unlinked (freed in the background), so a 1M-member board does not
-    block Redis."""
+    (of `kinds` only, when the rebuild took only those; of `season_ids` only, when it took only
+    those seasons). The same MULTI sets the dedup markers of `applied_event_ids` (results the new
+    boards hold that the worker has not applied yet), so the boards and the markers change
+    together: a rebuild that fails before the swap has marked nothing. Returns the number of live
+    boards dropped. The old values are unlinked (freed in the background), so a 1M-member board
+    does not block Redis."""
     redis = client()
     scanned = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
     # Live boards and their dense companions (not staged copies, leftovers or versions).
     existing = {k for k in scanned if keys.is_board_key(k) or (k.endswith(":d") and keys.is_board_key(k[:-2]))}
     if kinds is not None:
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).board in kinds}
+    if season_ids is not None:
+        existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).season_id in season_ids}
     pipe = redis.pipeline(transaction=True)
     old_keys = []
     for key in board_keys:
@@ -277,6 +291,13 @@ def boards_swap(*, game: str, board_keys: set[str], dense: bool, kinds: Collecti
             pipe.rename(keys.distinct_key(key + keys.REBUILD_SUFFIX), keys.distinct_key(key))
     stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
     versions_renew(pipe, [*board_keys, *(k for k in stale if keys.is_board_key(k))])
+    marker_keys = set()
+    for event_id in applied_event_ids:
+        dkey, dfield = keys.dedup_location(event_id)
+        pipe.hset(dkey, dfield, "1")
+        marker_keys.add(dkey)
+    for dkey in marker_keys:
+        pipe.expire(dkey, dedup_ttl_s)
     pipe.execute()
     garbage = old_keys + stale
     if garbage:

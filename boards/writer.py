@@ -216,16 +216,6 @@ def player_scores_write(
     return changed
 
 
-def dedup_mark(*, event_ids: list[int], ttl_s: int) -> None:
-    """Mark results as on the boards (a rebuild wrote them in with the rest)."""
-    pipe = client().pipeline(transaction=False)
-    for event_id in event_ids:
-        dkey, dfield = keys.dedup_location(event_id)
-        pipe.hset(dkey, dfield, "1")
-        pipe.expire(dkey, ttl_s)
-    pipe.execute()
-
-
 def dedup_marked(*, event_ids: list[int]) -> set[int]:
     """The results among these whose dedup marker is set: the boards hold them (or a script that
     applied them has run), whatever their `applied_at` says yet."""

@@ -4,11 +4,19 @@ Phase 1 (boards keep updating): stream each board kind's members from the ledger
 (`selectors.ledger_entries`, one kind per query, through a server-side cursor) into staged copies
 under `<key>:rebuild` (`boards.staging.BoardStager`, pipelined ZADDs): memory stays flat however
 many players the season has. Phase 2 (the game's apply is paused, a few hundred ms): in one
-snapshot of the ledger, recompute the players who had results since phase 1 began, mark every
-accepted but unapplied event as applied (dedup marker and `applied_at`, since the new boards hold
-it), then rename the new keys over the live ones. Events that arrive during phase 2 wait (the
-apply script answers "paused") and are applied to the new boards by the relay afterwards: none is
-lost and none counts twice.
+snapshot of the ledger, recompute the players who had results since phase 1 began, then rename
+the new keys over the live ones and, in the same MULTI, set the dedup markers of every accepted
+but unapplied event (the new boards hold it), then its `applied_at`. Events that arrive during
+phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
+afterwards: none is lost and none counts twice.
+
+One rebuild of a game runs at a time (`lb:rebuild-lock:{game}`, waited for): two would write the
+same staged copies. A rebuild that loses the lock (Redis flushed under it, so its staged copies
+went too) stops before it swaps anything in (LockLost).
+
+`live_only` rebuilds the seasons not frozen yet and leaves the others' keys alone: a frozen
+season is read from its standings, and its keys expire or were archived (the recovery of a
+flushed Redis rebuilds this way; `rebuild_boards` rebuilds every season).
 
 A rebuild of some kinds only (`kinds=["all"]`) leaves the other kinds' live boards alone, so it
 cannot mark unapplied results as applied: they still have to reach those other boards. Instead
@@ -28,6 +36,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from boards.codec import ScoreCodec
+from boards.keys import rebuild_lock_key
 from boards.kinds import KINDS
 from boards.staging import (
     BoardStager,
@@ -39,7 +48,8 @@ from boards.staging import (
     hidden_rebuild,
     names_rebuild,
 )
-from boards.writer import dedup_mark, dedup_marked
+from boards.writer import dedup_marked
+from common.locks import HeldLock, LockLost, lock_held
 from seasons.models import Game, TieRule
 from seasons.selectors import seasons_of
 
@@ -57,6 +67,12 @@ logger = logging.getLogger(__name__)
 # Results accepted this long before phase 1 began are recomputed again in phase 2 (covers
 # transactions that took their accept time before phase 1 but committed after it).
 TOUCHED_MARGIN_S = 60
+# How long a rebuild waits for another rebuild of the same game to end.
+REBUILD_LOCK_WAIT_S = 900.0
+
+
+class RebuildBusy(Exception):
+    """Another rebuild of the game held its lock for longer than the wait."""
 
 
 @dataclass
@@ -73,22 +89,45 @@ class RebuildReport:
 
 
 def boards_rebuild(
-    *, game: Game, kinds: Sequence[str] | None = None, progress: Progress | None = None
+    *,
+    game: Game,
+    kinds: Sequence[str] | None = None,
+    progress: Progress | None = None,
+    live_only: bool = False,
+    lock_wait_s: float = REBUILD_LOCK_WAIT_S,
 ) -> RebuildReport:
     """Rebuild the live boards of `game` from the ledger (see the module docstring): every kind, or
-    those named in `kinds`. `progress` is called with the number of members written, as they go.
-    Pauses the game's applies for phase 2."""
+    those named in `kinds`; every season, or with `live_only` those not frozen. `progress` is
+    called with the number of members written, as they go. Holds the game's rebuild lock (waits
+    up to `lock_wait_s` for it, else RebuildBusy; LockLost when Redis loses it meanwhile) and
+    pauses the game's applies for phase 2."""
+    with lock_held(rebuild_lock_key(game.slug), wait_s=lock_wait_s) as lock:
+        if lock is None:
+            raise RebuildBusy(game.slug)
+        return _rebuild(game=game, kinds=kinds, progress=progress, live_only=live_only, lock=lock)
+
+
+def _rebuild(
+    *, game: Game, kinds: Sequence[str] | None, progress: Progress | None, live_only: bool, lock: HeldLock
+) -> RebuildReport:
     chosen = [KINDS[name] for name in kinds] if kinds else list(KINDS.values())
     partial = {kind.name for kind in chosen} != set(KINDS)
     dense = game.tie_rule == TieRule.DENSE
     report = RebuildReport(kinds=tuple(kind.name for kind in chosen))
     started = timezone.now()
     clock = time.monotonic()
-    codecs = {s.id: ScoreCodec(s.time_bits) for s in seasons_of(game=game)}
+    seasons = [s for s in seasons_of(game=game) if not (live_only and s.frozen_at is not None)]
+    codecs = {s.id: ScoreCodec(s.time_bits) for s in seasons}
+
+    def written(members: int) -> None:
+        if lock.lost.is_set():  # Redis lost the lock, and the staged copies with it
+            raise LockLost(lock.name)
+        if progress is not None:
+            progress(members)
 
     # Phase 1: everything, while the boards keep updating. The dense rule's companions are written
     # from each board's points in display order, so only then is the ledger asked to sort.
-    with BoardStager(game=game.slug, dense=dense, codecs=codecs, progress=progress) as stager:
+    with BoardStager(game=game.slug, dense=dense, codecs=codecs, progress=written) as stager:
         for season_id in codecs:  # a season at a time: the ledger reads it in player order
             extras = ledger_has_extra_boards(game=game, season_id=season_id)
             for kind in chosen:
@@ -115,7 +154,7 @@ def boards_rebuild(
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             now = timezone.now()
             touched = players_touched_since(game=game, since=started - timedelta(seconds=TOUCHED_MARGIN_S))
-            pending = unapplied_events(game=game)
+            pending = unapplied_events(game=game, season_ids=list(codecs) if live_only else None)
             waiting: list[int] = []
             if partial:  # the worker will apply these to every board, the rebuilt ones included
                 marked = dedup_marked(event_ids=[event_id for event_id, _ in pending])
@@ -126,26 +165,37 @@ def boards_rebuild(
                 if touched
                 else {}
             )
+            if live_only:
+                fresh = {key: board for key, board in fresh.items() if board.ref.season_id in codecs}
         report.recomputed_players = len(touched)
         board_stage_patch(staged=staged, fresh=fresh, players=touched, dense=dense, codecs=codecs, now=now)
+        lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
+        applied = [] if partial else [event_id for event_id, _ in pending]
+        report.removed_keys = boards_swap(
+            game=game.slug,
+            board_keys=set(staged),
+            dense=dense,
+            kinds=report.kinds if partial else None,
+            season_ids=set(codecs) if live_only else None,
+            applied_event_ids=applied,
+            dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
+        )
         if partial:
             report.left_to_the_worker = len(waiting)
         else:
-            report.marked_applied = _mark_applied([event_id for event_id, _ in pending])
-        report.removed_keys = boards_swap(
-            game=game.slug, board_keys=set(staged), dense=dense, kinds=report.kinds if partial else None
-        )
+            report.marked_applied = _flag_applied(applied)
     report.paused_s = round(time.monotonic() - clock, 2)
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)
     return report
 
 
-def _mark_applied(event_ids: list[int]) -> int:
-    """The rebuilt boards hold these events: set their dedup markers, then their applied flag."""
+def _flag_applied(event_ids: list[int]) -> int:
+    """The swapped-in boards hold these events and their dedup markers are set (in the swap's
+    MULTI): set their applied flag. Should this fail (PostgreSQL gone), the worker finds them
+    unapplied, its script skips them for their markers, and it sets the flag."""
     if not event_ids:
         return 0
-    dedup_mark(event_ids=event_ids, ttl_s=settings.SCORING_DEDUP_TTL_S)
     return ScoreEvent.objects.filter(id__in=event_ids, status=EventStatus.ACCEPTED, applied_at__isnull=True).update(
         applied_at=timezone.now()
     )
