@@ -1,5 +1,9 @@
-"""Counters kept in Redis (one hash), read by `/metrics`. A metric never fails the request that
-counts it."""
+"""Counters and gauges kept in Redis (one hash), read by `/metrics`. A metric never fails the
+request or job that counts it. Fields: `refused:{code}:{game}`, `reconcile_drift:{game}` (board
+entries that differed from the ledger), `reconcile_last_drift:{game}` and `reconcile_last_run:{game}`
+(gauges: the last run's drift and its Unix time), `boards_recoveries` (Redis found empty and the
+boards rebuilt) and `boards_recovery_ms` (gauge: how long the last one took). A Redis that lost
+its data lost these too: Prometheus reads the reset as a counter restart."""
 
 import redis
 
@@ -18,8 +22,15 @@ def count(field: str, amount: int = 1) -> None:
         pass
 
 
+def gauge_set(field: str, value: int) -> None:
+    try:
+        lb_redis.client().hset(metrics_key(), field, value)
+    except redis.RedisError:
+        pass
+
+
 def counters() -> dict[str, int]:
-    """Every counter; empty when Redis is down."""
+    """Every counter and gauge; empty when Redis is down."""
     try:
         raw = lb_redis.client().hgetall(metrics_key())
     except redis.RedisError:

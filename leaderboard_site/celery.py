@@ -32,6 +32,17 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
         "scoring.seasons_freeze": {"task": "scoring.seasons_freeze", "schedule": 15.0, "options": {"expires": 60}},
         "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
         "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
+        # Redis came back empty (no boards marker): every game's live boards rebuilt from the ledger.
+        "scoring.boards_recover": {
+            "task": "scoring.boards_recover",
+            "schedule": settings.BOARDS_RECOVER_CHECK_S,
+            "options": {"expires": 10},
+        },
+        "scoring.boards_reconcile": {
+            "task": "scoring.boards_reconcile",
+            "schedule": settings.RECONCILE_INTERVAL_S,
+            "options": {"expires": settings.RECONCILE_INTERVAL_S / 2},
+        },
         # One publisher for all web processes: each changed board's top 10, at most once a second
         # (ticks of 0.25 s, so a busy board is pushed every 1 to 1.25 s).
         "boards.publish_live": {"task": "boards.publish_live", "schedule": 0.25, "options": {"expires": 5}},

@@ -13,9 +13,11 @@ from collections.abc import Iterable
 from datetime import date, datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from boards.keys import BoardRef
+from boards.kinds import KINDS
 from boards.services import player_lock
 from boards.tally import BoardScores
 from boards.writer import GamePaused, ScoreWrite, boards_for, player_scores_write
@@ -65,6 +67,68 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
             included = []  # markers are per event, written once
+    return changed
+
+
+def player_boards_rewrite(
+    *, game: Game, player_id: str, board_keys: Iterable[str], board_last: dict[str, datetime] | None = None
+) -> int:
+    """Rewrite `player_id`'s entries on `board_keys` from the ledger: what the reconciliation found
+    different (`scoring.reconcile`); the player's other boards are left alone. As `player_correct`
+    does: the player's row is locked, and one Lua call per season writes absolute values (or
+    removes the player) with the dedup markers of the results they include, so a queued apply
+    cannot count one twice. A result accepted but not applied yet is included, and then every
+    board it lands on is rewritten too (its marker stops its apply on all of them). The values and
+    those results come from one snapshot (REPEATABLE READ when this is the outermost transaction).
+    `board_last` gives a board's last write, for the lifetime of a board this recreates.
+    Returns the number of boards changed; raises GamePaused while a rebuild swaps the game's keys,
+    and OperationalError when the player's row changed under the snapshot (try again later)."""
+    by_season: dict[int, set[str]] = {}
+    for key in board_keys:
+        by_season.setdefault(BoardRef.from_key(key).season_id, set()).add(key)
+    changed = 0
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        player_lock(game=game, player_id=player_id)
+        included = list(
+            ScoreEvent.objects.filter(
+                game=game,
+                season_id__in=list(by_season),
+                player_id=player_id,
+                status=EventStatus.ACCEPTED,
+                applied_at__isnull=True,
+            ).values_list("id", "season_id", "day", "region", "extra_boards")
+        )
+        for _, season_id, day, region, extra in included:
+            sums, bests = boards_for(
+                game=game.slug, season_id=season_id, day=_as_date(day), region=region, extra=tuple(extra or ())
+            )
+            by_season[season_id].update(b.key for b in sums + bests)
+        expected: dict[str, BoardScores] = {}
+        for season_id in by_season:
+            expected.update(ledger_boards(game=game, player_ids=[player_id], season_id=season_id))
+        seasons = seasons_by_id(season_ids=by_season)
+        now = timezone.now()
+        for season_id, season_keys in by_season.items():
+            writes = []
+            for key in sorted(season_keys):
+                write = _write_for(key, expected.get(key), player_id, now)
+                last = (board_last or {}).get(key)
+                if write.score is not None and last is not None:
+                    ttl = KINDS[BoardRef.from_key(key).board].ttl_left_s(last, now)
+                    write = ScoreWrite(key=key, score=write.score, ttl_s=max(write.ttl_s, ttl or 0))
+                writes.append(write)
+            changed += player_scores_write(
+                game=game,
+                season=seasons[season_id],
+                player_id=player_id,
+                writes=writes,
+                included_event_ids=[e[0] for e in included if e[1] == season_id],
+                dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
+            )
     return changed
 
 

@@ -8,12 +8,15 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
+from redis import RedisError
 
 from seasons.selectors import games_all
 
 from .freezing import seasons_freeze_due
 from .moderation import anomalies_review
 from .outbox import events_apply_by_id, unapplied_select
+from .reconcile import boards_reconcile as reconcile
+from .recovery import boards_recover_if_lost
 
 logger = logging.getLogger(__name__)
 
@@ -91,3 +94,28 @@ def seasons_freeze() -> int:
     if frozen:
         logger.info("seasons frozen: %s", frozen)
     return len(frozen)
+
+
+@shared_task(name="scoring.boards_recover", acks_late=True, ignore_result=True)
+def boards_recover() -> int:
+    """Every few seconds: when the boards marker is missing (Redis lost its data), rebuild every
+    game's live boards from the ledger (recovery.py). Returns the number of games rebuilt."""
+    try:
+        report = boards_recover_if_lost()
+    except RedisError as exc:  # Redis is down (not empty): the next check asks again
+        logger.info("boards check: Redis unavailable (%s)", exc.__class__.__name__)
+        return 0
+    return len(report.games) if report is not None else 0
+
+
+@shared_task(name="scoring.boards_reconcile", acks_late=True, ignore_result=True)
+def boards_reconcile() -> int:
+    """On a schedule: each game's boards compared with the ledger on a sample of players, drift
+    repaired (reconcile.py). Returns the drifted entries found."""
+    drift = 0
+    for game in games_all():
+        try:
+            drift += reconcile(game=game, sample=settings.RECONCILE_SAMPLE).drift
+        except Exception:  # one game's failure does not spare the others their check
+            logger.exception("reconcile %s failed", game.slug)
+    return drift

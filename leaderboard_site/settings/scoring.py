@@ -30,6 +30,13 @@ BOARD_WEEK_TTL_S = env_int("BOARD_WEEK_TTL_S", 14 * 86400 + 3600)
 BOARD_MONTH_TTL_S = env_int("BOARD_MONTH_TTL_S", 35 * 86400 + 3600)
 # A frozen season's Redis keys live this long after its standings are written to PostgreSQL.
 SEASON_KEYS_TTL_AFTER_FREEZE_S = env_int("SEASON_KEYS_TTL_AFTER_FREEZE_S", 86400)
+# Redis came back empty: the beat looks for the boards marker this often (scoring/recovery.py) and
+# rebuilds every game's live boards when it is gone.
+BOARDS_RECOVER_CHECK_S = env_float("BOARDS_RECOVER_CHECK_S", 2.0)
+# Reconciliation (scoring/reconcile.py): every this many seconds, a sample of this many players per
+# game compared with the ledger and repaired (`reconcile_boards --full` compares everything).
+RECONCILE_INTERVAL_S = env_float("RECONCILE_INTERVAL_S", 600.0)
+RECONCILE_SAMPLE = env_int("RECONCILE_SAMPLE", 1000)
 # Anti-cheat defaults (per game overrides in the admin: GameRules). 0 switches a limit off.
 PLAYER_BUCKET_BURST = env_int("PLAYER_BUCKET_BURST", 5)
 PLAYER_BUCKET_REFILL_S = env_int("PLAYER_BUCKET_REFILL_S", 60)
