@@ -24,6 +24,12 @@ _client_lock = threading.Lock()
 _clients: dict[str, redis.Redis] = {}
 
 
+def quick_retry() -> Retry:
+    """One quick retry (a dropped connection: Redis restarted), never seconds of backoff (redis-py's
+    default: 10 retries, up to 1 s apart): a dead Redis must be a prompt 503."""
+    return Retry(ExponentialBackoff(cap=0.05, base=0.01), 1)
+
+
 def client() -> redis.Redis:
     """A shared client (one pool per process and URL); fails fast, never hangs on a dead Redis."""
     url = str(settings.REDIS_URL)
@@ -36,11 +42,10 @@ def client() -> redis.Redis:
                 url,
                 decode_responses=True,
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                socket_connect_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
                 health_check_interval=30,
-                # One quick retry (a dropped connection), never seconds of backoff: a dead Redis
-                # must be a prompt 503. A retried script is harmless: the dedup makes it so.
-                retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+                # A retried script is harmless: the dedup makes it so.
+                retry=quick_retry(),
             )
         return _clients[url]
 

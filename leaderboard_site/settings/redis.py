@@ -4,7 +4,10 @@ layer."""
 from .env import env_float, env_str
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
-# Reads must fail fast (503) rather than hang when Redis is down.
+# Reads must fail fast (503) rather than hang when Redis is down: a connection is given this long
+# to open (a refused one fails at once; one that a dead host never answers, this long, twice), a
+# command this long to answer.
+REDIS_CONNECT_TIMEOUT_S = env_float("REDIS_CONNECT_TIMEOUT_S", 0.25)
 REDIS_SOCKET_TIMEOUT_S = env_float("REDIS_SOCKET_TIMEOUT_S", 2.0)
 # Every key this service writes starts with this prefix (common/redis.py lists who spells which).
 REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", "lb")
@@ -18,7 +21,7 @@ CACHES = {
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": f"{REDIS_KEY_PREFIX}:cache",
         "OPTIONS": {
-            "SOCKET_CONNECT_TIMEOUT": REDIS_SOCKET_TIMEOUT_S,
+            "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT_S,
             "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT_S,
             "IGNORE_EXCEPTIONS": True,
         },
