@@ -18,7 +18,8 @@ from django.db import connection
 from django.utils import timezone
 
 from common.api_errors import ApiError
-from common.ratelimit import BUCKET_LIB, bucket_ttl_s, buckets_spend, retry_after_s
+from common.outage import OutageLog
+from common.ratelimit import BUCKET_LIB, LocalBuckets, bucket_ttl_s, buckets_spend, retry_after_s
 from common.redis import client, lua_path, lua_script
 from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP, signature_compute
 from seasons.models import Game
@@ -29,6 +30,18 @@ from .models import AuditEntry, Ban, GameRules, ServerKey
 logger = logging.getLogger(__name__)
 
 _JUDGE = BUCKET_LIB + "+" + lua_path(__file__, "judge.lua")
+
+# While Redis cannot be reached, the key and player buckets are spent in this process's memory
+# (same limits, same keys): each web process then enforces every limit by itself, so a key gets at
+# most its rate times the number of web processes, a player their burst once per process: nothing
+# fails open without a bound.
+_local_buckets = LocalBuckets()
+_redis_outage = OutageLog(logger, "Redis (rate buckets)", "key and player buckets are spent in this process")
+
+
+def local_buckets_forget() -> None:
+    """Forget this process's stand-in buckets (tests)."""
+    _local_buckets.clear()
 
 
 def server_key_create(*, game: Game, label: str = "") -> ServerKey:
@@ -160,41 +173,32 @@ def rules_for(*, game: Game) -> Rules:
 def server_key_throttle(*, key: ServerKey, rules: Rules, now: datetime) -> int | None:
     """Spend one token of the key's request bucket: None if allowed, else Retry-After seconds.
 
-    Fails open when Redis is down (the ledger, not the limiter, decides what is stored).
-    """
+    While Redis is down the bucket is this process's (see `_local_buckets`)."""
     if rules.key_rate_per_s == 0:
         return None
-    try:
-        [(granted, wait_ms)] = buckets_spend(
-            keys=[keys.server_key_bucket_key(key.key_id)],
-            wants=[1],
-            capacity=max(rules.key_burst, 1),
-            ms_per_token=1000 / rules.key_rate_per_s,
-            now=now,
-        )
-    except redis.RedisError as exc:
-        logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
-        return None
+    [(granted, wait_ms)] = _key_buckets_spend(key=key, rules=rules, wanted=1, now=now)
     return None if granted else retry_after_s(wait_ms)
 
 
 def server_key_spend(*, key: ServerKey, rules: Rules, wanted: int, now: datetime) -> int:
     """Take `wanted` tokens of the key's request bucket at once (a group of requests): how many it
-    grants, in order. Fails open when Redis is down, as `server_key_throttle` does."""
+    grants, in order. While Redis is down, as `server_key_throttle`."""
     if rules.key_rate_per_s == 0:
         return wanted
-    try:
-        [(granted, _)] = buckets_spend(
-            keys=[keys.server_key_bucket_key(key.key_id)],
-            wants=[wanted],
-            capacity=max(rules.key_burst, 1),
-            ms_per_token=1000 / rules.key_rate_per_s,
-            now=now,
-        )
-    except redis.RedisError as exc:
-        logger.warning("key rate limit skipped, Redis unavailable: %s", exc)
-        return wanted
+    [(granted, _)] = _key_buckets_spend(key=key, rules=rules, wanted=wanted, now=now)
     return granted
+
+
+def _key_buckets_spend(*, key: ServerKey, rules: Rules, wanted: int, now: datetime) -> list[tuple[int, int]]:
+    bucket = [keys.server_key_bucket_key(key.key_id)]
+    capacity, ms_per_token = max(rules.key_burst, 1), 1000 / rules.key_rate_per_s
+    try:
+        spent = buckets_spend(keys=bucket, wants=[wanted], capacity=capacity, ms_per_token=ms_per_token, now=now)
+    except redis.RedisError as exc:
+        _redis_outage.failed(exc)
+        return _local_buckets.spend(keys=bucket, wants=[wanted], capacity=capacity, ms_per_token=ms_per_token, now=now)
+    _redis_outage.succeeded()
+    return spent
 
 
 def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int]], now: datetime) -> list[Verdict]:
@@ -206,7 +210,7 @@ def results_judge(*, game: Game, rules: Rules, results: list[tuple[str, int, int
     goes to review (`points_per_minute`). Then per-player token buckets: a burst beyond
     the bucket is quarantined (`pending_review`, reason `rate`), not refused; so are results past
     `max_matches_per_hour` (reason `matches_per_hour`). One Lua call for every bucket of the batch;
-    the buckets fail open when Redis is down.
+    while Redis is down the buckets are this process's (see `_local_buckets`).
     """
     verdicts = [ACCEPTED] * len(results)
     if not results:
@@ -250,7 +254,7 @@ def _buckets_judge(
     """Spend one token per still-accepted result from each player's hourly bucket, then from their
     burst bucket, in one Lua call for the batch (lua/judge.lua). A player's results past the hourly
     tokens become `matches_per_hour`, those past the burst tokens `rate`, in submission order.
-    Fails open when Redis is down."""
+    While Redis is down, from this process's buckets (`_judge_locally`)."""
     hourly = (
         (rules.max_matches_per_hour, 3_600_000 / rules.max_matches_per_hour) if rules.max_matches_per_hour else (0, 0)
     )
@@ -272,15 +276,18 @@ def _buckets_judge(
             script_keys.append(keys.player_hourly_bucket_key(game.slug, player_id))
         if burst[0]:
             script_keys.append(keys.player_bucket_key(game.slug, player_id))
-    args: list[int | float] = [int(now.timestamp() * 1000)]
+    now_ms = int(now.timestamp() * 1000)
+    args: list[int | float] = [now_ms]
     for capacity, ms_per_token in (hourly, burst):
         args += [capacity, ms_per_token, bucket_ttl_s(capacity=capacity, ms_per_token=ms_per_token)]
     args += [wanted[p] for p in players]
     try:
         reply = lua_script(_JUDGE)(keys=script_keys, args=args, client=client())
     except redis.RedisError as exc:
-        logger.warning("player buckets skipped, Redis unavailable: %s", exc)
-        return
+        _redis_outage.failed(exc)
+        reply = _judge_locally(script_keys, [wanted[p] for p in players], now_ms=now_ms, hourly=hourly, burst=burst)
+    else:
+        _redis_outage.succeeded()
     passed = {p: (int(reply[2 * i]), int(reply[2 * i + 1])) for i, p in enumerate(players)}
     seen: dict[str, int] = {}
     for i, (player_id, _, _) in enumerate(results):
@@ -293,6 +300,30 @@ def _buckets_judge(
             verdicts[i] = MATCHES_PER_HOUR
         elif nth >= burst_passed:
             verdicts[i] = RATE
+
+
+def _judge_locally(
+    script_keys: list[str], wants: list[int], *, now_ms: int, hourly: tuple[int, float], burst: tuple[int, float]
+) -> list[int]:
+    """lua/judge.lua's reply, from this process's buckets (`_local_buckets`, while Redis is down)."""
+    reply: list[int] = []
+    k = 0
+    for want in wants:
+        hourly_passed = want
+        if hourly[0]:
+            hourly_passed, _ = _local_buckets.take(
+                script_keys[k], want, now_ms=now_ms, capacity=hourly[0], ms_per_token=hourly[1]
+            )
+            k += 1
+        burst_passed = hourly_passed
+        if burst[0]:
+            if hourly_passed > 0:
+                burst_passed, _ = _local_buckets.take(
+                    script_keys[k], hourly_passed, now_ms=now_ms, capacity=burst[0], ms_per_token=burst[1]
+                )
+            k += 1
+        reply += [hourly_passed, burst_passed]
+    return reply
 
 
 def ban_record(*, game: Game, player_id: str, reason: str = "") -> Ban:

@@ -1,6 +1,10 @@
 """Token buckets in Redis, spent atomically by one Lua call for many keys (the caller spells the
-keys and passes its clock)."""
+keys and passes its clock); and the same buckets in a process's memory, for while Redis cannot be
+reached (`LocalBuckets`)."""
 
+import math
+import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
@@ -37,3 +41,48 @@ def buckets_spend(
 def retry_after_s(wait_ms: int) -> int:
     """Retry-After in whole seconds (API.md: always whole seconds, at least 1)."""
     return max(1, -(-wait_ms // 1000))
+
+
+class LocalBuckets:
+    """Token buckets in this process's memory, with bucket_lib.lua's arithmetic: what a caller
+    spends while Redis is unreachable, so a limit stays a limit (per process) instead of none.
+
+    At most `max_keys` buckets are kept, the least recently used forgotten first (a forgotten
+    bucket is full again). Their state never goes to Redis: once Redis answers again its buckets
+    are the ones spent, as they were before the outage. Thread-safe.
+    """
+
+    def __init__(self, max_keys: int = 100_000) -> None:
+        self.max_keys = max_keys
+        self._lock = threading.Lock()
+        self._buckets: OrderedDict[str, tuple[float, int]] = OrderedDict()  # key -> (tokens, last ms)
+
+    def take(self, key: str, want: int, *, now_ms: int, capacity: int, ms_per_token: float) -> tuple[int, int]:
+        """Up to `want` tokens from bucket `key`: (granted, ms until the next token when short)."""
+        with self._lock:
+            tokens, last = self._buckets.pop(key, (float(capacity), now_ms))
+            if now_ms > last:
+                tokens = min(float(capacity), tokens + (now_ms - last) / ms_per_token)
+            granted = max(0, min(want, math.floor(tokens)))
+            tokens -= granted
+            self._buckets[key] = (tokens, max(now_ms, last))
+            while len(self._buckets) > self.max_keys:
+                self._buckets.popitem(last=False)
+        wait = 0
+        if granted < want:
+            wait = max(1, math.ceil((1 - tokens) * ms_per_token))
+        return granted, wait
+
+    def spend(
+        self, *, keys: list[str], wants: list[int], capacity: int, ms_per_token: float, now: datetime
+    ) -> list[tuple[int, int]]:
+        """`buckets_spend`, in this process's memory."""
+        now_ms = int(now.timestamp() * 1000)
+        return [
+            self.take(key, want, now_ms=now_ms, capacity=capacity, ms_per_token=ms_per_token)
+            for key, want in zip(keys, wants, strict=True)
+        ]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._buckets.clear()

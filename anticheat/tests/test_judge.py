@@ -5,7 +5,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from anticheat.services import ban_record, game_rules_set, results_judge, rules_for
+from anticheat.services import (
+    ban_record,
+    game_rules_set,
+    local_buckets_forget,
+    results_judge,
+    rules_for,
+    server_key_spend,
+    server_key_throttle,
+)
+from anticheat.testing import make_key
 from common.testing import run_together
 from seasons.testing import make_game
 
@@ -45,10 +54,25 @@ def test_rules_come_first_and_spend_no_tokens():
     assert judge(game, [("amy", 1, 600)] * 5) == [("accepted", "")] * 5
 
 
-def test_the_buckets_fail_open_when_redis_is_down(settings):
+def test_while_redis_is_down_each_process_holds_the_buckets_itself(settings):
     game = make_game()
-    settings.REDIS_URL = "redis://127.0.0.1:1/0"
-    assert judge(game, [("amy", 1, 600)] * 7) == [("accepted", "")] * 7
+    game_rules_set(game=game, max_matches_per_hour=6, player_burst=5, key_rate_per_s=1, key_burst=3)
+    key = make_key(game)
+    rules = rules_for(game=game)
+    local_buckets_forget()
+    redis_url, settings.REDIS_URL = settings.REDIS_URL, "redis://127.0.0.1:1/0"
+    now = timezone.now()
+    # The same limits as in Redis, spent in this process's memory: bounded, never wide open.
+    assert judge(game, [("amy", 1, 600)] * 7 + [("bob", 1, 600)], now=now) == [("accepted", "")] * 5 + [
+        ("pending_review", "rate"),
+        ("pending_review", "matches_per_hour"),
+        ("accepted", ""),
+    ]
+    assert [server_key_throttle(key=key, rules=rules, now=now) for _ in range(4)] == [None, None, None, 1]
+    assert server_key_spend(key=key, rules=rules, wanted=2, now=now + timedelta(seconds=1)) == 1
+    # Redis back: its buckets decide again (full, as this game never spent them there).
+    settings.REDIS_URL = redis_url
+    assert judge(game, [("amy", 1, 600)] * 5) == [("accepted", "")] * 5
 
 
 @pytest.mark.django_db(transaction=True)
