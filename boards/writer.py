@@ -248,6 +248,17 @@ def names_store(*, game: str, names: Mapping[str, str]) -> None:
         pipe.execute()
 
 
+def names_fill(*, game: str, names: Mapping[str, str]) -> None:
+    """`names_store` for players who have no name in Redis yet: a late copy (written again after a
+    Redis outage) never overwrites a name set since."""
+    if names:
+        pipe = client().pipeline(transaction=True)
+        for player_id, name in names.items():
+            pipe.hsetnx(keys.names_key(game), player_id, name)
+        pipe.incr(keys.names_version_key(game))
+        pipe.execute()
+
+
 def name_forget(*, game: str, player_id: str) -> None:
     pipe = client().pipeline(transaction=True)
     pipe.hdel(keys.names_key(game), player_id)

@@ -8,6 +8,8 @@ enqueue.
 
 import hashlib
 import logging
+import threading
+import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,9 +27,10 @@ from anticheat.services import Rules, Verdict, results_judge, rules_for
 from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
-from boards.writer import names_store
+from boards.writer import names_fill, names_store
 from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, rows_by_keys
 from common.metrics import count
+from common.outage import OutageLog
 from seasons.models import Game, Season
 from seasons.periods import week_label
 from seasons.selectors import season_containing, seasons_of
@@ -341,11 +344,67 @@ class EventInsert(NamedTuple):
 
 def _names_store(*, game: Game, names: dict[str, str]) -> None:
     """New display names into the board index. The results are stored already: a Redis that fails
-    here costs the names until the next rebuild, never the answer."""
+    here never costs the answer; the names are written again once it is back (`_PendingNames`)."""
     try:
         names_store(game=game.slug, names=names)
     except redis.RedisError as exc:
-        logger.warning("display names of %d players not written to Redis: %s", len(names), exc)
+        _pending_names.hold(game.slug, names, exc)
+
+
+class _PendingNames:
+    """Display names Redis refused (down), written again every second until it takes them, and
+    only for players who still have none there (`names_fill`). At most `max_names` are kept (the
+    rest come back with the next rebuild)."""
+
+    def __init__(self, max_names: int = 100_000) -> None:
+        self.max_names = max_names
+        self._lock = threading.Lock()
+        self._names: dict[str, dict[str, str]] = {}
+        self._count = 0
+        self._thread: threading.Thread | None = None
+        self._outage = OutageLog(logger, "Redis (display names)", "new players' names are written once it is back")
+
+    def hold(self, game: str, names: dict[str, str], exc: Exception) -> None:
+        self._outage.failed(exc)
+        with self._lock:
+            self._merge(game, names)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="pending-names", daemon=True)
+                self._thread.start()
+
+    def _merge(self, game: str, names: dict[str, str]) -> None:
+        held = self._names.setdefault(game, {})
+        for player_id, name in names.items():
+            if player_id not in held and self._count < self.max_names:
+                held[player_id] = name
+                self._count += 1
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(1.0)
+            with self._lock:
+                taken, self._names, self._count = self._names, {}, 0
+            failed: redis.RedisError | None = None
+            for game, names in taken.items():
+                if failed is None:
+                    try:
+                        names_fill(game=game, names=names)
+                        continue
+                    except redis.RedisError as exc:
+                        failed = exc
+                with self._lock:
+                    self._merge(game, names)
+            if failed is not None:
+                self._outage.failed(failed)
+                continue
+            self._outage.succeeded()
+            with self._lock:
+                if not self._names:
+                    self._thread = None
+                    return
+
+
+_pending_names = _PendingNames()
 
 
 def _result_answer(player_id: str, verdict: Verdict) -> dict[str, str]:

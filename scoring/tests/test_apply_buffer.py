@@ -42,3 +42,20 @@ def test_a_broker_that_fails_loses_nothing_the_ledger_holds_and_raises_nothing()
     buffer.add([1, 2])  # sent at once, fails, is logged: the relay resends unapplied events
     buffer.add([3])
     buffer.flush()
+
+
+def test_what_a_broker_that_is_down_refused_goes_once_it_is_back():
+    sent = Sent(fail=True)
+    buffer = ApplyBuffer(linger_s=0.01, chunk=2, send=sent, held_max=4)
+    buffer.add([1, 2])  # a full chunk: refused, held
+    buffer.add([3])
+    buffer.flush()
+    assert buffer.held == 3
+    buffer.add([4, 5, 6])  # held at most 4: the oldest are let go (the relay finds them in the ledger)
+    assert buffer.held == 4
+    sent.fail = False  # the broker is back: the flusher sends them again within a second
+    deadline = time.monotonic() + 5
+    while buffer.held and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert buffer.held == 0
+    assert sorted(i for call in sent.calls for i in call) == [3, 4, 5, 6]
