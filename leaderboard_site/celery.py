@@ -1,12 +1,87 @@
 """The Celery app. Tasks publish to the nameless exchange, so a Redis that lost its data (and
 with it kombu's binding sets, kombu #1063) still routes new tasks to the `scoring` queue."""
 
+import functools
+import logging
 import os
+from typing import Any
 
 from celery import Celery
-from kombu import Exchange, Queue
+from celery.beat import PersistentScheduler, SchedulingError
+from celery.worker.consumer import Consumer as CeleryConsumer
+from kombu import Connection, Exchange, Queue
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from common.outage import OutageLog
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
+
+logger = logging.getLogger(__name__)
+
+
+def _every_second(conn: Connection) -> Connection:
+    """`conn`, trying a lost broker again every second: kombu waits 2, 4, 6, ... up to 30 s
+    between attempts (no setting reaches them), so a Redis back after 15 s was used again 5 s
+    later, after a minute up to 30 s later."""
+    conn.ensure_connection = functools.partial(  # type: ignore[method-assign]
+        conn.ensure_connection, interval_start=1, interval_step=1, interval_max=1
+    )
+    return conn
+
+
+class Consumer(CeleryConsumer):
+    """The worker's consumer (setting worker_consumer): reconnects every second, and survives the
+    close of a connection the broker dropped.
+
+    Celery 5.7 tears a lost connection down by collecting it (which lets go of its transport) and
+    then closing it; with tasks in flight (acks_late) the close tries to give their messages back,
+    which needs the transport: AttributeError ('NoneType' object has no attribute 'hostname', or
+    'connection_errors' elsewhere), not one of the errors Celery ignores there, and the worker
+    exited instead of reconnecting. Here a close that fails is logged and the reconnect goes on;
+    those messages stay in the broker's unacked set and come back after the visibility timeout,
+    their events sooner with the outbox relay (both idempotent).
+    """
+
+    def ensure_connected(self, conn: Connection) -> Any:
+        return super().ensure_connected(_every_second(conn))
+
+    def on_connection_error_after_connected(self, exc: Exception) -> None:
+        if self.connection is not None:
+            close = self.connection.close
+
+            def close_quietly() -> None:
+                try:
+                    close()
+                except Exception as error:
+                    logger.warning("lost broker connection closed with an error (%r); reconnecting", error)
+
+            self.connection.close = close_quietly  # type: ignore[method-assign]
+        super().on_connection_error_after_connected(exc)
+
+
+class Scheduler(PersistentScheduler):
+    """Beat's scheduler (setting beat_scheduler), connecting every second when it starts while the
+    broker is down. Once it runs, a send that fails for want of a broker is skipped (the next tick
+    sends again) and logged once per outage, not with a traceback for each of the ~5 sends a
+    second (12,000 log lines for 15 s)."""
+
+    broker_outage = OutageLog(logger, "the broker (beat)", "scheduled tasks are skipped until it is back")
+
+    def _ensure_connected(self) -> Any:
+        _every_second(self.connection)
+        return super()._ensure_connected()  # type: ignore[misc]  # not in the stubs
+
+    def apply_async(self, entry: Any, producer: Any = None, advance: bool = True, **kwargs: Any) -> Any:
+        try:
+            result = super().apply_async(entry, producer, advance, **kwargs)
+        except SchedulingError as exc:
+            if not isinstance(exc.__context__, KombuOperationalError):
+                raise
+            self.broker_outage.failed(exc.__context__)
+            return None
+        self.broker_outage.succeeded()
+        return result
+
 
 app = Celery("leaderboard_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")

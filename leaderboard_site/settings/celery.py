@@ -12,11 +12,28 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A lost broker (Redis down, restarted) is waited for forever, never given up on (Celery's default
+# gives up after 100 attempts and the worker exits), and tried every second (the worker's consumer
+# and beat's scheduler, leaderboard_site/celery.py), so the queue is worked again within a second
+# of Redis's return.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CONSUMER = "leaderboard_site.celery:Consumer"
+CELERY_BEAT_SCHEDULER = "leaderboard_site.celery:Scheduler"
+# Tasks running when the broker goes cannot be acknowledged: they stop (their pool process is
+# replaced) and come back, as Celery 6 will do by default. Every task is idempotent; the outbox
+# relay re-sends the events of an apply that did not finish.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # An unacked task comes back after this; dedup markers outlive it by far (SCORING_DEDUP_TTL_S).
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 600),
     "socket_timeout": 5,
-    "socket_connect_timeout": 3,
+    "socket_connect_timeout": 1,
+    # A publisher (the web's apply buffer, beat) tries a lost broker twice, at once, and gives up:
+    # without these kombu retries for broker_connection_timeout (4 s) on every publish.
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
 }
 # Publishing must not hang a request when the broker is down: the outbox relay covers it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
