@@ -3,6 +3,7 @@
 import logging
 from typing import Any
 
+import psycopg
 import redis
 from django.db import InterfaceError, OperationalError
 from rest_framework import exceptions, serializers, status
@@ -36,11 +37,28 @@ def error_body(*, detail: str, code: str, fields: dict[str, Any] | None = None) 
     return body
 
 
+LEDGER_UNAVAILABLE = "The ledger (database) is unavailable; nothing was stored."
+
+
+def ledger_unreachable(exc: BaseException) -> bool:
+    """Whether a database error says the ledger cannot be reached (stopped, restarting, a dropped
+    connection, no connection to be had in time), not something that happened inside a reachable
+    one (a deadlock, a lock, a conflict): a request then answers 503 at once instead of trying again.
+    """
+    if isinstance(exc, InterfaceError):
+        return True
+    cause = exc.__cause__ if isinstance(exc, OperationalError) else exc
+    if not isinstance(cause, psycopg.OperationalError):
+        return False
+    state = cause.sqlstate  # None: no answer from the server at all (refused, closed, pool timeout)
+    return state is None or state.startswith("08") or state in {"57P01", "57P02", "57P03", "53300"}
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, (OperationalError, InterfaceError)):
         logger.warning("ledger unavailable: %s", exc)
         return Response(
-            error_body(detail="The ledger (database) is unavailable; nothing was stored.", code="ledger_unavailable"),
+            error_body(detail=LEDGER_UNAVAILABLE, code="ledger_unavailable"),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )

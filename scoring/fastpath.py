@@ -14,12 +14,15 @@ other (the second is a replay, or a conflict).
 Whatever is not a plain success goes to Django unchanged, with its body: a bad signature, a key
 over its rate, malformed JSON, a match id that is not a UUID, a query string, an unknown host, a
 group whose transaction failed (it stored nothing). Django answers those as it always does, so
-the errors keep one implementation.
+the errors keep one implementation. One exception: a ledger that cannot be reached (PostgreSQL
+down or restarting) is answered here, with the 503 `ledger_unavailable` Django would give, since
+Django would only wait for a connection a second time (the pool's timeout) to say the same.
 """
 
 import asyncio
 import logging
 import re
+import time
 import uuid
 import weakref
 from collections import defaultdict
@@ -34,8 +37,9 @@ from django.db import connection
 from django.utils import timezone
 
 from anticheat.services import Rules, request_verify, rules_for, server_key_spend, server_keys_by_id
-from common.api_errors import ApiError
+from common.api_errors import LEDGER_UNAVAILABLE, ApiError, error_body, ledger_unreachable
 from common.asgi import ASGIApp, Receive, Scope, Send, body_read, plain_request, render, replaying, respond
+from common.outage import OutageLog
 from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP
 
 from .services import MatchOutcome, matches_submit
@@ -47,6 +51,12 @@ ROUTE = re.compile(r"^/api/v1/games/(?P<game>[^/]+)/matches/(?P<match>[^/]+)/res
 _SIGNED = {name.lower().encode(): name for name in (HEADER_KEY, HEADER_TIMESTAMP, HEADER_SIGNATURE)}
 REPLAY_HEADER = (b"Idempotent-Replayed", b"true")  # scoring/apis.py's REPLAY_HEADER
 ParsedMatch = tuple[uuid.UUID, MatchIn | None, Errors]
+RETRY_AFTER = (b"Retry-After", b"5")  # common/api_errors.py's, on a 503
+
+
+def unavailable() -> MatchOutcome:
+    """Django's answer when the ledger cannot be reached: nothing was stored."""
+    return MatchOutcome(http_status=503, body=error_body(detail=LEDGER_UNAVAILABLE, code="ledger_unavailable"))
 
 
 @dataclass(frozen=True)
@@ -63,9 +73,13 @@ class Single:
 def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
     """Answer a group of single-result POSTs (see the module docstring); None: Django answers it.
 
-    Runs in a worker thread; the connection goes back to the pool at the end.
+    Runs in a worker thread; the connection goes back to the pool at the end. When the ledger
+    cannot be reached, the requests it concerns get the 503 (`unavailable`) and nothing is stored.
     """
+    global _ledger_down_until
     answers: list[MatchOutcome | None] = [None] * len(requests)
+    if time.monotonic() < _ledger_down_until:
+        return _unavailable_to(requests, answers)
     try:
         now = timezone.now()
         keys = server_keys_by_id(r.headers[HEADER_KEY] for r in requests if r.headers.get(HEADER_KEY))
@@ -105,16 +119,68 @@ def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
                 outcomes = matches_submit(
                     game=key.game, key=key, matches=[m for _, m in items], now=timezone.now(), rules=rules[key_id]
                 )
-            except Exception:  # nothing was stored: each request goes to Django on its own
+            except Exception as exc:  # nothing was stored: each request goes to Django on its own
+                if ledger_unreachable(exc):
+                    raise
                 logger.warning("a group of %d single results went to Django", len(items), exc_info=True)
                 continue
             for (i, _), outcome in zip(items, outcomes, strict=True):
                 answers[i] = outcome
-    except Exception:
+    except Exception as exc:
         if not settings.SINGLES_IN_CALLER_THREAD:
             connection.close()  # perhaps broken: the next group takes a fresh one from the pool
-        raise
+        if not ledger_unreachable(exc):
+            raise
+        _ledger_outage.failed(exc)
+        _ledger_down_until = time.monotonic() + LEDGER_RETRY_S
+        return _unavailable_to(requests, answers)
+    _ledger_outage.succeeded()
     return answers
+
+
+# After a group found the ledger unreachable, the groups of the next LEDGER_RETRY_S get the 503 at
+# once: groups run one after the other, and each would otherwise wait for the pool (its timeout)
+# behind the last, so the 503 would take a multiple of that timeout. Then a group tries again.
+LEDGER_RETRY_S = 0.5
+_ledger_down_until = 0.0
+_ledger_outage = OutageLog(logger, "PostgreSQL (the ledger)", "single results are answered 503")
+
+
+def _unavailable_to(requests: list[Single], answers: list[MatchOutcome | None]) -> list[MatchOutcome | None]:
+    """The answers of a group when the ledger cannot be reached: what was answered is stored (its
+    transaction committed), the rest stored nothing and get the 503, but for those Django refuses
+    without a database."""
+    return [
+        answer or (unavailable() if _needs_ledger(r) else None) for answer, r in zip(answers, requests, strict=True)
+    ]
+
+
+class _KeyWanted(Exception):
+    pass
+
+
+def _needs_ledger(request: Single) -> bool:
+    """Whether Django's answer to the request needs the ledger: False when its signature headers
+    are refused before the key is looked up (Django's 401 needs no database)."""
+
+    def lookup(_: str) -> None:
+        raise _KeyWanted
+
+    try:
+        request_verify(
+            game_slug=request.game,
+            method="POST",
+            path=request.path,
+            body=request.body,
+            headers=request.headers,
+            now=timezone.now(),
+            key_lookup=lookup,
+        )
+    except ApiError:
+        return False
+    except _KeyWanted:
+        return True
+    return True
 
 
 class _Gatherer:
@@ -215,5 +281,5 @@ class FastSingles:
         if outcome is None:
             await self.fallback(scope, replaying(messages, receive), send)
             return
-        extra = [REPLAY_HEADER] if outcome.replayed else []
+        extra = [REPLAY_HEADER] if outcome.replayed else [RETRY_AFTER] if outcome.http_status == 503 else []
         await respond(send, scope, outcome.http_status, render(outcome.body), allow=b"POST, OPTIONS", extra=extra)

@@ -3,10 +3,13 @@ body), stores each match once however requests are grouped, and hands every othe
 with its body intact."""
 
 import json
+import time
 import uuid
 
 import pytest
+from django.conf import settings
 from django.core.asgi import get_asgi_application
+from django.db import connection
 from django.test import override_settings
 
 from common.signing import signed_headers
@@ -125,3 +128,34 @@ def test_a_group_stores_each_match_once_and_answers_each_request(monkeypatch):
     assert statuses.count(202) == 29 and statuses[17] == 200  # the second copy: a replay of the first
     assert answers[17].json() == answers[3].json()
     assert ScoreEvent.objects.count() == 29 and MatchSubmission.objects.count() == 29
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ledger_that_cannot_be_reached_is_the_same_503_at_once(monkeypatch):
+    game = make_game()
+    key = make_key(game)
+    body = match_body([{"player_id": "amy", "points": 1}])
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.close_pool()  # the pool's connections go too: the next one is made from the settings
+    connection.settings_dict["PORT"] = "1"
+    try:
+        started = time.monotonic()
+        fast = post(FAST, key, uuid.uuid4(), body)
+        took = time.monotonic() - started  # one wait for the pool (DATABASE_POOL_TIMEOUT_S), not two
+        # The groups that follow within LEDGER_RETRY_S are answered at once, without a wait.
+        started = time.monotonic()
+        assert post(FAST, key, uuid.uuid4(), body).status_code == 503
+        at_once = time.monotonic() - started
+        assert same(key, body) == 503
+        unsigned = asgi_request(FAST, result_path("arena", uuid.uuid4()), method="POST", body=b"{}")
+    finally:
+        connection.close()
+        connection.close_pool()
+        connection.settings_dict.update(saved)
+        monkeypatch.setattr(fastpath, "_ledger_down_until", 0.0)
+    assert at_once < 0.2
+    assert fast.status_code == 503 and fast.json()["code"] == "ledger_unavailable" and fast["Retry-After"] == "5"
+    assert took < 2 * settings.DATABASES["default"]["OPTIONS"]["pool"]["timeout"]
+    assert unsigned.status_code == 401  # refused before any key is looked up: Django's, no database
+    assert MatchSubmission.objects.count() == 0 and ScoreEvent.objects.count() == 0
