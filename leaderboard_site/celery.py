@@ -13,6 +13,7 @@ from kombu import Connection, Exchange, Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from common.outage import OutageLog
+from leaderboard_site.worker_steps import PoolKeeper
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
 
@@ -92,6 +93,7 @@ app.conf.update(
     task_default_routing_key="scoring",
 )
 app.autodiscover_tasks()
+app.steps["worker"].add(PoolKeeper)
 
 
 def _beat_schedule() -> dict[str, dict[str, object]]:

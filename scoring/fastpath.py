@@ -233,9 +233,6 @@ class _Gatherer:
         task.add_done_callback(self.tasks.discard)
 
     async def run(self, group: list[tuple[Single, asyncio.Future[MatchOutcome | None]]]) -> None:
-        import time as _t
-
-        _t0 = _t.perf_counter()
         try:
             answers = await self.answer([request for request, _ in group])
         except Exception:
