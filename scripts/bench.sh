@@ -77,6 +77,16 @@ for i in $(seq 150); do
 done
 sleep 2  # let the worker connect to the broker
 
+# A Redis without the boards marker (flushed, or first start of this version) makes the worker rebuild
+# every game's live boards from the ledger (scoring.boards_recover): measure after it, not during it.
+marker="${REDIS_KEY_PREFIX:-lb}:epoch"
+for i in $(seq 1800); do
+    [ "$(python -c 'import os, redis, sys; print(redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")).exists(sys.argv[1]))' "$marker")" = 1 ] && break
+    [ "$i" -eq 1 ] && echo "bench: the boards are being rebuilt from the ledger (no $marker yet); waiting" >&2
+    [ "$i" -eq 1800 ] && { echo "bench: the boards marker never appeared; see var/bench/worker.log" >&2; exit 1; }
+    sleep 1
+done
+
 echo "bench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [ "$ONLY" != reads ]; then
     # shellcheck disable=SC2086
