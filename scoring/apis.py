@@ -218,8 +218,16 @@ class PlayerRankApi(APIView):
             OpenApiParameter("board", {"type": "string", "enum": list(BOARD_NAMES)}, description="Default `all`."),
             *BOARD_PARAMS,
         ],
-        responses={200: serializers.OwnRankSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
-        description="The player's own score and rank, also when hidden (counted as if visible).",
+        responses={
+            200: serializers.OwnRankSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+        },
+        description=(
+            "The player's own score and rank, also when hidden (counted as if visible). `period` is "
+            "checked against the board named in `board` (400 when it does not fit it)."
+        ),
     )
     def get(self, request: Request, game: str, player_id: str) -> Response:
         signed_key(request, game)

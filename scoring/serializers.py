@@ -5,6 +5,7 @@ a request); their serializers document the same contract for the schema. The pro
 validate and render with these serializers.
 """
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
@@ -17,7 +18,7 @@ class ResultInSerializer(serializers.Serializer):
 
 class MatchInSerializer(serializers.Serializer):
     played_at = serializers.DateTimeField(help_text="ISO 8601 UTC; at most 60 s ahead of the server clock.")
-    duration_s = serializers.IntegerField(min_value=0)
+    duration_s = serializers.IntegerField(min_value=0, max_value=604800)
     season = serializers.IntegerField(required=False, help_text="Default: the season containing played_at.")
     results = serializers.ListField(child=ResultInSerializer(), min_length=1, max_length=100)
 
@@ -41,7 +42,29 @@ class MatchAnswerSerializer(serializers.Serializer):
     results = ResultOutcomeSerializer(many=True)
 
 
-class BatchMatchAnswerSerializer(MatchAnswerSerializer):
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"$ref": "#/components/schemas/ResultOutcome"},
+            {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                "description": "The result's field errors (the match answered 400).",
+            },
+        ]
+    }
+)
+class _BatchResultAnswerField(serializers.DictField):
+    """One result of a batch answer: its outcome, or its field errors when the match is a 400."""
+
+
+class BatchMatchAnswerSerializer(serializers.Serializer):
+    # A refused match carries `detail` and `code` (409), or its field errors by field name (400,
+    # with `results` holding each result's own), instead of per-result outcomes.
+    match_id = serializers.UUIDField()
+    results = serializers.ListField(
+        child=_BatchResultAnswerField(), required=False, help_text="Absent when the match was refused with 409."
+    )
     http_status = serializers.IntegerField(help_text="202, 200 (replay), 400 or 409 for this match.")
     detail = serializers.CharField(required=False)
     code = serializers.CharField(required=False)

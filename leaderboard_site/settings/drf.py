@@ -26,5 +26,6 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "boards.schema.board_paths_per_kind",
+        "common.openapi.closed_request_bodies",
     ],
 }
