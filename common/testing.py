@@ -80,7 +80,8 @@ def start_celery(args: list[str], **env: str) -> subprocess.Popen[bytes]:
     return proc
 
 
-def start_worker(**env: str) -> subprocess.Popen[bytes]:
+def start_worker(*extra_args: str, **env: str) -> subprocess.Popen[bytes]:
+    """A Celery worker on the `scoring` queue; `extra_args` go on its command line (`--include`)."""
     name = f"it-{uuid.uuid4().hex[:6]}@%h"
     return start_celery(
         [
@@ -95,6 +96,7 @@ def start_worker(**env: str) -> subprocess.Popen[bytes]:
             "--without-gossip",
             "-n",
             name,
+            *extra_args,
         ],
         **env,
     )

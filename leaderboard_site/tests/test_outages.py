@@ -28,7 +28,7 @@ from anticheat.services import game_rules_set
 from boards.keys import pushed_digest_key
 from common.formats import iso
 from common.redis import client as redis_client
-from common.testing import ROOT, free_port, process_env, start_beat, start_celery, start_web, start_worker, stop
+from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
 from leaderboard_site.celery import app as celery_app
 from scoring.models import EventStatus, MatchSubmission, ScoreEvent
 from scoring.selectors import boards_diff
@@ -81,22 +81,8 @@ def test_the_worker_survives_losing_the_broker_with_tasks_in_flight(tmp_path):
     away while acks_late tasks were running; leaderboard_site.celery.Consumer keeps it alive."""
     redis = PrivateRedis()
     redis.start()
-    worker = start_celery(
-        [
-            "worker",
-            "-Q",
-            "scoring",
-            "--concurrency",
-            "2",
-            "-l",
-            "warning",
-            "--without-mingle",
-            "--without-gossip",
-            "--include",
-            "leaderboard_site.tests.slow_tasks",
-        ],
-        REDIS_URL=redis.url,
-        CELERY_BROKER_URL=redis.url,
+    worker = start_worker(
+        "--include", "leaderboard_site.tests.slow_tasks", REDIS_URL=redis.url, CELERY_BROKER_URL=redis.url
     )
     broker = Connection(redis.url)
     try:
