@@ -57,8 +57,10 @@ class HeldLock:
             except LockError:  # the key is gone or holds another token: not ours any more
                 self.lost.set()
                 return
-            except redis.RedisError:
-                pass  # Redis unreachable for a moment: try again; `check` says if it came back without it
+            except redis.RedisError as error:
+                # Redis unreachable for a moment: try again at the next turn; `check` says whether
+                # it came back without our key.
+                logger.info("lock %s not renewed (%r); trying again", self.name, error)
 
     def _start(self) -> None:
         self._renewer.start()
@@ -68,8 +70,9 @@ class HeldLock:
         self._renewer.join()
         try:
             self._lock.release()
-        except (LockError, redis.RedisError):
-            pass  # lost, or Redis is down: it expires by itself
+        except (LockError, redis.RedisError) as error:
+            # Lost already, or Redis is down: the key expires by itself after its TTL.
+            logger.info("lock %s not released (%r); it expires by itself", self.name, error)
 
 
 @contextmanager

@@ -5,7 +5,6 @@ import json
 from typing import Any
 
 import orjson
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -28,7 +27,7 @@ from . import serializers
 from .players import player_delete, player_update
 from .selectors import player_own_rank
 from .services import MatchOutcome, matches_submit
-from .validation import parse_match_id, single_match_parse, validate_match
+from .validation import game_match_validate, parse_match_id, single_match_parse
 
 MAX_BATCH = 1000
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -140,14 +139,7 @@ class MatchBatchSubmitApi(APIView):
                     "http_status": 400,
                 }
                 continue
-            parsed, errors = validate_match(
-                item,
-                match_id=parsed_id,
-                max_points=game_obj.max_points_per_match,
-                now=now,
-                max_future_s=settings.PLAYED_AT_MAX_FUTURE_S,
-                dimensions=tuple(game_obj.dimensions or ()),
-            )
+            parsed, errors = game_match_validate(item, match_id=parsed_id, game=game_obj, now=now)
             prepared.append((i, (parsed_id, parsed, errors)))
         outcomes = matches_submit(game=game_obj, key=key, matches=[m for _, m in prepared], now=now)
         for (i, _), outcome in zip(prepared, outcomes, strict=True):

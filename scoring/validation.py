@@ -198,7 +198,14 @@ def single_match_parse(
     match_id = parse_match_id(raw_match_id)
     if match_id is None:
         raise ApiError(400, "invalid", "The match id must be a UUID.")
-    parsed, errors = validate_match(
+    parsed, errors = game_match_validate(raw, match_id=match_id, game=game, now=now)
+    return match_id, parsed, errors
+
+
+def game_match_validate(raw: Any, *, match_id: uuid.UUID, game: Game, now: datetime) -> tuple[MatchIn | None, Errors]:
+    """One match against the game's limits (max points, dimensions) and the clock's
+    (PLAYED_AT_MAX_FUTURE_S): the single endpoint, its fast path and each match of a batch."""
+    return validate_match(
         raw,
         match_id=match_id,
         max_points=game.max_points_per_match,
@@ -206,4 +213,3 @@ def single_match_parse(
         max_future_s=settings.PLAYED_AT_MAX_FUTURE_S,
         dimensions=tuple(game.dimensions or ()),
     )
-    return match_id, parsed, errors
