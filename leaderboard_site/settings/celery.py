@@ -17,6 +17,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # and beat's scheduler, leaderboard_site/celery.py), so the queue is worked again within a second
 # of Redis's return.
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A Redis that is starting again answers some commands with an error reply (LOADING inside a
+# MULTI comes back as EXECABORT, a ResponseError: a "channel error" to kombu). Without this the
+# consumer treats such a reply as fatal and the worker exits instead of reconnecting.
+CELERY_BROKER_CHANNEL_ERROR_RETRY = True
 CELERY_WORKER_CONSUMER = "leaderboard_site.celery:Consumer"
 CELERY_BEAT_SCHEDULER = "leaderboard_site.celery:Scheduler"
 # Tasks running when the broker goes cannot be acknowledged: they stop (their pool process is

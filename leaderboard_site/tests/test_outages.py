@@ -108,8 +108,25 @@ def test_the_worker_survives_losing_the_broker_with_tasks_in_flight(tmp_path):
         redis.close()
 
 
+def log_tails(folder, names) -> str:
+    """The last lines each named process wrote (TEST_PROCESS_LOGS), without the reconnect noise:
+    what a process that died said last, in the test's output (CI shows nothing else)."""
+    tails = []
+    for name in names:
+        for log in sorted(folder.glob(f"{name}-*.log")):
+            lines = [
+                line
+                for line in log.read_text(errors="replace").splitlines()
+                if line.strip() and "Cannot connect to redis" not in line and "Trying again in" not in line
+            ]
+            tails.append(f"--- {log.name} (last lines)\n" + "\n".join(lines[-40:]))
+    return "\n".join(tails)
+
+
 @pytest.mark.django_db(transaction=True)
-def test_redis_down_15_s_then_back_with_its_data():
+def test_redis_down_15_s_then_back_with_its_data(tmp_path, monkeypatch):
+    logs = tmp_path / "process-logs"
+    monkeypatch.setenv("TEST_PROCESS_LOGS", str(logs))
     redis = PrivateRedis()
     redis.start()
     port = free_port()
@@ -170,6 +187,8 @@ def test_redis_down_15_s_then_back_with_its_data():
         first_503 = min((a.sent + a.took - down for a in during_reads if a.status == 503), default=None)
         print(f"first read answered 503 {first_503} s after Redis stopped")
 
+        if not all(alive.values()):
+            print(log_tails(logs, [name for name, up in alive.items() if not up]))
         assert alive == {"web": True, "worker": True, "beat": True}, alive
         assert [a for a in answers if a.error] == [], "a request got no HTTP answer (reset, timeout)"
         assert [a for a in answers if a.status >= 500 and a.status != 503] == []
