@@ -653,7 +653,8 @@ def memory(args) -> dict:
     for i in range(n):
         eid = base_id + i
         key = f"{prefix}:dd:{eid // dedup_group}"
-        pipe.hset(key, str(eid % dedup_group), "1")
+        # The value is the event's tag (boards.keys.dedup_tag): a signed 32-bit integer.
+        pipe.hset(key, str(eid % dedup_group), str(rng.randrange(-(1 << 31), 1 << 31)))
         keys.add(key)
         if len(pipe) >= 10_000:
             pipe.execute()

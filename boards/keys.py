@@ -14,7 +14,8 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:epoch                                         the boards marker: set once every game's live boards
                                                      are complete (a recovery); missing = Redis lost its data
     lb:recover-lock                                  held while the recovery rebuilds every game
-    lb:dd:{event_id // 128}                          dedup markers, field event_id % 128
+    lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
+                                                     event's tag (dedup_tag: which event, not just which id)
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
     lb:rl:ip:{address}                               the public read bucket of a client address
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
@@ -22,6 +23,8 @@ Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `20
 """
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from hashlib import blake2b
 
 from common.redis import key_prefix
 
@@ -127,6 +130,26 @@ def recover_lock_key() -> str:
 def dedup_location(event_id: int) -> tuple[str, str]:
     """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each)."""
     return f"{key_prefix()}:dd:{event_id // DEDUP_GROUP}", str(event_id % DEDUP_GROUP)
+
+
+MarkedEvent = tuple[int, datetime]  # (event id, accepted_at): what a dedup marker names
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def dedup_tag(event_id: int, accepted_at: datetime) -> str:
+    """A marker's value: 32 bits of a hash of the event's id and the microsecond it was accepted.
+
+    The row id alone does not name an event: a restored ledger rewinds its id sequence, and a new
+    database (or another deployment on the same Redis) starts its ids again, so an id can come back
+    for another result while the old marker is still in Redis. A marker counts only when its tag is
+    this event's, so the other result is applied, not skipped (a chance of 1 in 2^32 per reused id
+    that it is not; the reconciliation finds that one). A redelivery of the same row has the same
+    id and accepted_at, so the same tag. As a decimal integer, listpack stores it in 5 bytes.
+    Never "1", the value of markers before tags, which therefore match nothing."""
+    micros = (accepted_at - _EPOCH) // timedelta(microseconds=1)
+    digest = blake2b(f"{event_id}:{micros}".encode(), digest_size=4).digest()
+    tag = int.from_bytes(digest, "big", signed=True)
+    return "2" if tag == 1 else str(tag)
 
 
 def dirty_key() -> str:

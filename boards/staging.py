@@ -260,12 +260,12 @@ def boards_swap(
     dense: bool,
     kinds: Collection[str] | None = None,
     season_ids: Collection[int] | None = None,
-    applied_event_ids: Collection[int] = (),
+    applied_events: Collection[keys.MarkedEvent] = (),
     dedup_ttl_s: int = 0,
 ) -> int:
     """Rename every staged key over its live key (one MULTI); drop live boards not in `board_keys`
     (of `kinds` only, when the rebuild took only those; of `season_ids` only, when it took only
-    those seasons). The same MULTI sets the dedup markers of `applied_event_ids` (results the new
+    those seasons). The same MULTI sets the dedup markers of `applied_events` (results the new
     boards hold that the worker has not applied yet), so the boards and the markers change
     together: a rebuild that fails before the swap has marked nothing. Returns the number of live
     boards dropped. The old values are unlinked (freed in the background), so a 1M-member board
@@ -292,9 +292,9 @@ def boards_swap(
     stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
     versions_renew(pipe, [*board_keys, *(k for k in stale if keys.is_board_key(k))])
     marker_keys = set()
-    for event_id in applied_event_ids:
+    for event_id, accepted_at in applied_events:
         dkey, dfield = keys.dedup_location(event_id)
-        pipe.hset(dkey, dfield, "1")
+        pipe.hset(dkey, dfield, keys.dedup_tag(event_id, accepted_at))
         marker_keys.add(dkey)
     for dkey in marker_keys:
         pipe.expire(dkey, dedup_ttl_s)

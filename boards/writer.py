@@ -129,6 +129,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
                     e.player_id,
                     codec.stored_points(e.points, ascending=game.ascending),
                     min(reached, codec.max_reached_s),
+                    keys.dedup_tag(e.id, e.accepted_at),
                 ]
             script(keys=script_keys, args=args, client=pipe)
             calls.append((part, [b.key for b in boards]))
@@ -173,11 +174,11 @@ def player_scores_write(
     season: Season,
     player_id: str,
     writes: list[ScoreWrite],
-    included_event_ids: list[int],
+    included_events: list[keys.MarkedEvent],
     dedup_ttl_s: int,
 ) -> int:
     """Write one player's re-derived scores on one season's boards as absolute values, atomically,
-    with the dedup markers of `included_event_ids` (results the new values already hold). Returns
+    with the dedup markers of `included_events` (results the new values already hold). Returns
     the number of boards changed; raises GamePaused while a rebuild swaps the game's keys."""
     codec = ScoreCodec(season.time_bits)
     dense = game.tie_rule == TieRule.DENSE
@@ -190,12 +191,12 @@ def player_scores_write(
     ]
     marks: list[int | str] = []
     index: dict[str, int] = {}
-    for event_id in included_event_ids:
+    for event_id, accepted_at in included_events:
         dkey, dfield = keys.dedup_location(event_id)
         if dkey not in index:
             script_keys.append(dkey)
             index[dkey] = len(script_keys)
-        marks += [index[dkey], dfield]
+        marks += [index[dkey], dfield, keys.dedup_tag(event_id, accepted_at)]
     values = ["" if w.score is None else str(w.score) for w in writes]
     ttls = [w.ttl_s for w in writes]
     redis = client()
@@ -216,15 +217,19 @@ def player_scores_write(
     return changed
 
 
-def dedup_marked(*, event_ids: list[int]) -> set[int]:
-    """The results among these whose dedup marker is set: the boards hold them (or a script that
-    applied them has run), whatever their `applied_at` says yet."""
-    if not event_ids:
+def dedup_marked(*, events: list[keys.MarkedEvent]) -> set[int]:
+    """The ids of the results among these whose dedup marker is set (with their own tag): the
+    boards hold them (or a script that applied them has run), whatever their `applied_at` says yet."""
+    if not events:
         return set()
     pipe = client().pipeline(transaction=False)
-    for event_id in event_ids:
-        pipe.hexists(*keys.dedup_location(event_id))
-    return {event_id for event_id, marked in zip(event_ids, pipe.execute(), strict=True) if marked}
+    for event_id, _ in events:
+        pipe.hget(*keys.dedup_location(event_id))
+    return {
+        event_id
+        for (event_id, accepted_at), tag in zip(events, pipe.execute(), strict=True)
+        if tag == keys.dedup_tag(event_id, accepted_at)
+    }
 
 
 def dedup_clear(*, event_ids: list[int]) -> None:

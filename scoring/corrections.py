@@ -39,14 +39,14 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
         player_lock(game=game, player_id=player_id)
         events = list(
             ScoreEvent.objects.filter(game=game, player_id=player_id).values_list(
-                "season_id", "day", "region", "status", "applied_at", "id", "extra_boards"
+                "season_id", "day", "region", "status", "applied_at", "id", "extra_boards", "accepted_at"
             )
         )
         expected = ledger_boards(game=game, player_ids=[player_id])
         seasons = seasons_by_id(season_ids={e[0] for e in events} | {b.ref.season_id for b in expected.values()})
-        included = [e[5] for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
+        included = [(e[5], e[7]) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
         keys: dict[int, set[str]] = {}
-        for season_id, day, region, *_, extra in events:
+        for season_id, day, region, *_, extra, _accepted_at in events:
             for reg in {region, *extra_regions}:
                 sums, bests = boards_for(
                     game=game.slug, season_id=season_id, day=_as_date(day), region=reg, extra=tuple(extra or ())
@@ -63,7 +63,7 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
                 season=seasons[season_id],
                 player_id=player_id,
                 writes=writes,
-                included_event_ids=included,
+                included_events=included,
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
             included = []  # markers are per event, written once
@@ -100,9 +100,9 @@ def player_boards_rewrite(
                 player_id=player_id,
                 status=EventStatus.ACCEPTED,
                 applied_at__isnull=True,
-            ).values_list("id", "season_id", "day", "region", "extra_boards")
+            ).values_list("id", "season_id", "day", "region", "extra_boards", "accepted_at")
         )
-        for _, season_id, day, region, extra in included:
+        for _, season_id, day, region, extra, _accepted_at in included:
             sums, bests = boards_for(
                 game=game.slug, season_id=season_id, day=_as_date(day), region=region, extra=tuple(extra or ())
             )
@@ -126,7 +126,7 @@ def player_boards_rewrite(
                 season=seasons[season_id],
                 player_id=player_id,
                 writes=writes,
-                included_event_ids=[e[0] for e in included if e[1] == season_id],
+                included_events=[(e[0], e[5]) for e in included if e[1] == season_id],
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
     return changed

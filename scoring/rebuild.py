@@ -157,9 +157,9 @@ def _rebuild(
             pending = unapplied_events(game=game, season_ids=list(codecs) if live_only else None)
             waiting: list[int] = []
             if partial:  # the worker will apply these to every board, the rebuilt ones included
-                marked = dedup_marked(event_ids=[event_id for event_id, _ in pending])
-                waiting = [event_id for event_id, _ in pending if event_id not in marked]
-                touched |= {player for event_id, player in pending if event_id not in marked}
+                marked = dedup_marked(events=[(event_id, accepted_at) for event_id, _, accepted_at in pending])
+                waiting = [event_id for event_id, _, _ in pending if event_id not in marked]
+                touched |= {player for event_id, player, _ in pending if event_id not in marked}
             fresh = (
                 ledger_boards(game=game, player_ids=touched, kinds=chosen, exclude_event_ids=waiting or None)
                 if touched
@@ -170,20 +170,20 @@ def _rebuild(
         report.recomputed_players = len(touched)
         board_stage_patch(staged=staged, fresh=fresh, players=touched, dense=dense, codecs=codecs, now=now)
         lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
-        applied = [] if partial else [event_id for event_id, _ in pending]
+        applied = [] if partial else [(event_id, accepted_at) for event_id, _, accepted_at in pending]
         report.removed_keys = boards_swap(
             game=game.slug,
             board_keys=set(staged),
             dense=dense,
             kinds=report.kinds if partial else None,
             season_ids=set(codecs) if live_only else None,
-            applied_event_ids=applied,
+            applied_events=applied,
             dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
         )
         if partial:
             report.left_to_the_worker = len(waiting)
         else:
-            report.marked_applied = _flag_applied(applied)
+            report.marked_applied = _flag_applied([event_id for event_id, _ in applied])
     report.paused_s = round(time.monotonic() - clock, 2)
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)

@@ -340,16 +340,16 @@ def ledger_boards(
 
 
 def unapplied_ids(*, game: Game) -> list[int]:
-    return [event_id for event_id, _ in unapplied_events(game=game)]
+    return [event_id for event_id, _, _ in unapplied_events(game=game)]
 
 
-def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str]]:
-    """(event id, player id) of the game's accepted results not yet marked applied (of those
-    seasons only, with `season_ids`)."""
+def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str, datetime]]:
+    """(event id, player id, accepted_at) of the game's accepted results not yet marked applied (of
+    those seasons only, with `season_ids`)."""
     events = ScoreEvent.objects.filter(game=game, status=EventStatus.ACCEPTED, applied_at__isnull=True)
     if season_ids is not None:
         events = events.filter(season_id__in=list(season_ids))
-    return list(events.values_list("id", "player_id"))
+    return list(events.values_list("id", "player_id", "accepted_at"))
 
 
 def players_touched_since(*, game: Game, since: datetime) -> set[str]:

@@ -10,8 +10,9 @@
 -- ARGV[1] span = 2^time_bits   ARGV[2] max_points (exact capacity)   ARGV[3] S   ARGV[4] B
 -- ARGV[5] dense (0/1)          ARGV[6] dedup TTL seconds
 -- ARGV[7 .. 6+S+B]             TTL per board in seconds, 0 for none
--- then 6 values per event: event id, dedup key index (into KEYS), dedup field, player id,
---                          points, reached second (from the season's start)
+-- then 7 values per event: event id, dedup key index (into KEYS), dedup field, player id,
+--                          points, reached second (from the season's start), dedup tag
+--                          (boards/keys.py dedup_tag: a marker with another tag is another event's)
 -- Returns {"paused"} when the game is paused (nothing written), else
 --         {"ok", applied count, skipped count, overflow event ids...}.
 --
@@ -73,18 +74,19 @@ local touched_dedup = {}
 local new_scores = {}
 local old_points = {}
 
-for i = first_event_arg, #ARGV, 6 do
+for i = first_event_arg, #ARGV, 7 do
   local event_id = ARGV[i]
   local dedup_key = KEYS[tonumber(ARGV[i + 1])]
   local field = ARGV[i + 2]
   local player = ARGV[i + 3]
   local pts = tonumber(ARGV[i + 4])
   local t = tonumber(ARGV[i + 5])
-  if redis.call('HEXISTS', dedup_key, field) == 1 then
+  local tag = ARGV[i + 6]
+  if redis.call('HGET', dedup_key, field) == tag then
     skipped = skipped + 1
   elseif redis.call('SISMEMBER', KEYS[2], player) == 1 then
     -- A hidden player's result is in the ledger; it reaches the boards if they are shown again.
-    redis.call('HSET', dedup_key, field, '1')
+    redis.call('HSET', dedup_key, field, tag)
     touched_dedup[dedup_key] = true
     applied = applied + 1
   else
@@ -130,7 +132,7 @@ for i = first_event_arg, #ARGV, 6 do
     if not ok then
       overflow[#overflow + 1] = event_id
     else
-      redis.call('HSET', dedup_key, field, '1')
+      redis.call('HSET', dedup_key, field, tag)
       touched_dedup[dedup_key] = true
       for b = 1, n_boards do
         local new = new_scores[b]

@@ -9,7 +9,7 @@
 -- ARGV[1] player   ARGV[2] N   ARGV[3] span = 2^time_bits   ARGV[4] dense (0/1)
 -- ARGV[5 .. 4+N]             the new score on each board, or "" to remove the player from it
 -- ARGV[5+N .. 4+2N]          TTL in seconds for a board this creates (0: none)
--- then pairs: dedup key index, dedup field (events whose points the new scores include)
+-- then triplets: dedup key index, dedup field, dedup tag (events whose points the new scores include)
 -- Returns {"paused"} or {"ok", boards changed}.
 -- A later apply of an included event finds its marker and is skipped: never counted twice.
 
@@ -69,7 +69,7 @@ for i = 1, n do
   end
 end
 
-for i = 5 + 2 * n, #ARGV, 2 do
-  redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], '1')
+for i = 5 + 2 * n, #ARGV, 3 do
+  redis.call('HSET', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
 end
 return {'ok', changed}

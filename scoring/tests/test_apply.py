@@ -66,6 +66,37 @@ def test_dense_companion_counts_distinct_points(client):
     assert redis_client().zrange(companion, 0, -1) == ["5", "7"]
 
 
+def test_a_marker_another_event_left_under_the_same_id_does_not_skip_this_one():
+    """A restored ledger (or a new database on the same Redis) reuses row ids: the marker an
+    earlier event left under this id is not this event's, so it is applied; its own marker, left
+    by a crash before the applied flag, still stops a second apply."""
+    game = make_game()
+    key = make_key(game)
+    submit_direct(game, key, match_body([{"player_id": "a", "points": 5}]), now=timezone.now())
+    event = ScoreEvent.objects.get()
+    dkey, field = keys.dedup_location(event.id)
+    other = keys.dedup_tag(event.id, event.accepted_at - timedelta(days=1))  # before the restore
+    redis_client().hset(dkey, field, other)
+    redis_client().hset(*keys.dedup_location(event.id + 1), "1")  # a marker from before tags
+    report = events_apply_by_id(event_ids=[event.id], dedup_ttl_s=600)
+    assert (report.applied, report.skipped) == (1, 0)
+    assert redis_client().hget(dkey, field) == keys.dedup_tag(event.id, event.accepted_at)
+    ref = keys.BoardRef("arena", game.seasons.get().id, "all")
+    assert redis_client().zscore(ref.key, "a") is not None
+    ScoreEvent.objects.update(applied_at=None)
+    assert events_apply_by_id(event_ids=[event.id], dedup_ttl_s=600).skipped == 1
+    assert boards_diff(game=game, now=timezone.now()) == {}
+
+
+def test_dedup_tags_differ_by_event_and_fit_a_listpack_integer():
+    now = timezone.now()
+    tags = {keys.dedup_tag(7, now + timedelta(microseconds=n)) for n in range(1000)}
+    assert len(tags) == 1000
+    assert all(-(1 << 31) <= int(t) < (1 << 31) and t != "1" for t in tags)
+    assert keys.dedup_tag(7, now) == keys.dedup_tag(7, now)
+    assert keys.dedup_tag(7, now) != keys.dedup_tag(8, now)
+
+
 def test_a_crash_between_lua_and_the_applied_flag_does_not_count_twice():
     game = make_game()
     key = make_key(game)
