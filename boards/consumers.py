@@ -7,14 +7,26 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.utils import timezone
 
+from common.observability import Gauge
+
 from . import selectors
 from .events import LIVE_TOP_N, group_name, top_message
+
+# Summed over the live processes of the host; a process that ended (even SIGKILLed) drops out at
+# the next scrape (common/observability.py).
+CONNECTIONS = Gauge(
+    "leaderboard_websocket_connections",
+    "Live board WebSockets open now, by game.",
+    ["game"],
+    multiprocess_mode="livesum",
+)
 
 
 class BoardTopConsumer(AsyncJsonWebsocketConsumer):
     """`/ws/games/{game}/boards/{board}/?region=global`: the top 10 at once, then on change."""
 
     group: str | None = None
+    counted: Any = None  # the gauge this connection counts in, once accepted
 
     async def connect(self) -> None:
         kwargs = self.scope["url_route"]["kwargs"]
@@ -28,6 +40,8 @@ class BoardTopConsumer(AsyncJsonWebsocketConsumer):
         self.group = group
         await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
+        self.counted = CONNECTIONS.labels(kwargs["game"])  # a known game: _snapshot found it
+        self.counted.inc()
         await self.send_json(message)
 
     def _snapshot(self, game_slug: str, board: str, region: str) -> tuple[str, dict[str, Any]] | None:
@@ -40,6 +54,9 @@ class BoardTopConsumer(AsyncJsonWebsocketConsumer):
         return group_name(view.ref.key), top_message(view, selectors.board_top(view=view, n=LIVE_TOP_N))
 
     async def disconnect(self, code: int) -> None:
+        if self.counted is not None:
+            self.counted.dec()
+            self.counted = None
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

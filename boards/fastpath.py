@@ -29,7 +29,7 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from common.asgi import ASGIApp, Fallback, Receive, Scope, Send, plain_request, render, respond
+from common.asgi import ROUTE_NAME, ASGIApp, Fallback, Receive, Scope, Send, plain_request, render, respond
 from common.ratelimit import bucket_call
 from common.redis import lua_source
 from seasons.catalog import (
@@ -51,6 +51,16 @@ ROUTE = re.compile(
     r"^/api/v1/games/(?P<game>[^/]+)/boards/(?P<board>[^/]+)/"
     r"(?:(?P<top>top)|(?P<distribution>distribution)|players/(?P<player>[^/]+)(?:/(?P<sub>around|friends))?)$"
 )
+
+
+def route_name(match: re.Match[str]) -> str:
+    """The name of the URL pattern (boards/urls.py) Django would answer this read with."""
+    if match["top"]:
+        return "board-top"
+    if match["distribution"]:
+        return "board-distribution"
+    return f"board-{match['sub']}" if match["sub"] else "board-player"
+
 
 _UNAVAILABLE = b'{"detail":"The board store (Redis) is unavailable.","code":"boards_unavailable"}'
 
@@ -108,6 +118,7 @@ class FastReads:
         if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope):
             match = ROUTE.match(scope["path"])
             if match is not None:
+                scope[ROUTE_NAME] = route_name(match)
                 try:
                     body = await self.answer(match, scope)
                 except Fallback:

@@ -15,6 +15,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]  # Django's handler, Channels' routers
 
+# The scope's key for the name of the route that answers (the URL pattern's name, as Django's URL
+# resolution gives it): the fast paths and Django set it, the request metrics read it
+# (common/observability.py).
+ROUTE_NAME = "route_name"
+
 
 class Fallback(Exception):
     """Django answers this one."""

@@ -1,4 +1,6 @@
-"""Counters and gauges kept in Redis (one hash), read by `/metrics`. A metric never fails the
+"""Counters and gauges kept in Redis (one hash), read by `/metrics` (leaderboard_site/metrics.py):
+the ones counted by several processes and hosts at once, cluster-wide. What one process counts for
+itself goes through common/observability.py instead. A metric never fails the
 request or job that counts it. Fields: `refused:{code}:{game}`, `reconcile_drift:{game}` (board
 entries that differed from the ledger), `reconcile_last_drift:{game}` and `reconcile_last_run:{game}`
 (gauges: the last run's drift and its Unix time), `boards_recoveries` (Redis found empty and the
@@ -31,8 +33,14 @@ def gauge_set(field: str, value: int) -> None:
 
 def counters() -> dict[str, int]:
     """Every counter and gauge; empty when Redis is down."""
+    return counters_read() or {}
+
+
+def counters_read() -> dict[str, int] | None:
+    """Every counter and gauge; None when Redis cannot answer (not the same as none counted yet:
+    /metrics then leaves them out instead of showing the counters fall to 0)."""
     try:
         raw = lb_redis.client().hgetall(metrics_key())
     except redis.RedisError:
-        return {}
+        return None
     return {str(k): int(v) for k, v in raw.items()}

@@ -37,8 +37,9 @@ def free_port() -> int:
 
 
 def process_env(**extra: str) -> dict[str, str]:
-    """The environment of a service process: this test run's database and private Redis, a fast
-    relay, quiet logs."""
+    """The environment of a service process: this test run's database, private Redis and metrics
+    folder (settings/test.py: what the processes count shows on each other's /metrics, never on a
+    `make run`'s), a fast relay, quiet logs."""
     db = connection.settings_dict
     env = dict(os.environ)
     env.update(
@@ -46,6 +47,7 @@ def process_env(**extra: str) -> dict[str, str]:
         DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
         REDIS_URL=settings.REDIS_URL,
         CELERY_BROKER_URL=settings.REDIS_URL,
+        PROMETHEUS_MULTIPROC_DIR=str(settings.PROMETHEUS_MULTIPROC_DIR),
         CELERY_BEAT_RELAY_INTERVAL_S="1",
         SCORING_RELAY_AFTER_S="2",
         LOG_LEVEL="WARNING",

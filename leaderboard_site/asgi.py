@@ -1,6 +1,7 @@
 """ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), single-result
 POSTs on theirs (scoring/fastpath.py, in groups), every other HTTP request through Django behind a
-per-process admission limit (admission.py), WebSockets through each app's routing."""
+per-process admission limit (admission.py), WebSockets through each app's routing. In front of all
+HTTP: the request id and the request metrics (common/observability.py)."""
 
 import gc
 import os
@@ -15,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
+from common.observability import Observed  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
 from leaderboard_site.orphans import exit_with_parent  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
@@ -23,7 +25,7 @@ exit_with_parent()  # a uvicorn worker ends with its master (orphans.py)
 
 application = ProtocolTypeRouter(
     {
-        "http": FastReads(FastSingles(DjangoAdmission(django_asgi_app))),
+        "http": Observed(FastReads(FastSingles(DjangoAdmission(django_asgi_app)))),
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

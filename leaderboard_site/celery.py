@@ -8,10 +8,12 @@ from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler, SchedulingError
+from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu import Connection, Exchange, Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from common import logs, request_ids
 from common.outage import OutageLog
 from leaderboard_site.worker_steps import PoolKeeper
 
@@ -94,6 +96,11 @@ app.conf.update(
 )
 app.autodiscover_tasks()
 app.steps["worker"].add(PoolKeeper)
+# Worker and beat log as the web does (Django's LOGGING); a task carries the request ids it serves.
+setup_logging.connect(logs.celery_logging_setup)
+before_task_publish.connect(request_ids.task_headers_add)
+task_prerun.connect(request_ids.task_ids_bind)
+task_postrun.connect(request_ids.task_ids_unbind)
 
 
 def _beat_schedule() -> dict[str, dict[str, object]]:

@@ -25,6 +25,7 @@ from seasons.selectors import game_get
 
 from . import serializers
 from .players import player_delete, player_update
+from .reporting import write_report
 from .selectors import player_own_rank
 from .services import MatchOutcome, matches_submit
 from .validation import game_match_validate, parse_match_id, single_match_parse
@@ -88,6 +89,7 @@ class MatchResultSubmitApi(APIView):
         game_obj = _game_or_404(game)
         match = single_match_parse(data, raw_match_id=match_id, game=game_obj, now=timezone.now())
         [outcome] = matches_submit(game=game_obj, key=key, matches=[match], now=timezone.now())
+        write_report(game=game_obj.slug, answers=[(outcome.http_status, outcome.body)])
         return _respond(outcome)
 
 
@@ -144,6 +146,7 @@ class MatchBatchSubmitApi(APIView):
         outcomes = matches_submit(game=game_obj, key=key, matches=[m for _, m in prepared], now=now)
         for (i, _), outcome in zip(prepared, outcomes, strict=True):
             answers[i] = {**outcome.body, "http_status": outcome.http_status}
+        write_report(game=game_obj.slug, answers=[(a["http_status"], a) for a in answers if a is not None])
         return Response({"matches": answers}, status=200)
 
 

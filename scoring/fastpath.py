@@ -38,16 +38,30 @@ from django.utils import timezone
 
 from anticheat.services import Rules, request_verify, rules_for, server_key_spend, server_keys_by_id
 from common.api_errors import LEDGER_UNAVAILABLE, ApiError, error_body, ledger_unreachable
-from common.asgi import ASGIApp, Receive, Scope, Send, body_read, plain_request, render, replaying, respond
+from common.asgi import (
+    ROUTE_NAME,
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    body_read,
+    plain_request,
+    render,
+    replaying,
+    respond,
+)
 from common.outage import OutageLog
+from common.request_ids import request_id, request_ids_bound
 from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP
 
+from .reporting import write_report
 from .services import MatchOutcome, matches_submit
 from .validation import Errors, MatchIn, single_match_parse
 
 logger = logging.getLogger(__name__)
 
 ROUTE = re.compile(r"^/api/v1/games/(?P<game>[^/]+)/matches/(?P<match>[^/]+)/results$")
+ROUTE_NAME_SINGLE = "match-results"  # its URL pattern's name (scoring/urls.py)
 _SIGNED = {name.lower().encode(): name for name in (HEADER_KEY, HEADER_TIMESTAMP, HEADER_SIGNATURE)}
 REPLAY_HEADER = (b"Idempotent-Replayed", b"true")  # scoring/apis.py's REPLAY_HEADER
 ParsedMatch = tuple[uuid.UUID, MatchIn | None, Errors]
@@ -68,6 +82,7 @@ class Single:
     path: str
     headers: dict[str, str]
     body: bytes
+    request_id: str = ""  # common/request_ids.py: its events' apply task carries it
 
 
 def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
@@ -116,9 +131,11 @@ def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
         for key_id, items in groups.items():
             key = keys[key_id]
             try:
-                outcomes = matches_submit(
-                    game=key.game, key=key, matches=[m for _, m in items], now=timezone.now(), rules=rules[key_id]
-                )
+                # The group's requests' ids go with the apply task of their events (apply_buffer.py).
+                with request_ids_bound(requests[i].request_id for i, _ in items if requests[i].request_id):
+                    outcomes = matches_submit(
+                        game=key.game, key=key, matches=[m for _, m in items], now=timezone.now(), rules=rules[key_id]
+                    )
             except Exception as exc:  # nothing was stored: each request goes to Django on its own
                 if ledger_unreachable(exc):
                     raise
@@ -233,13 +250,15 @@ class _Gatherer:
         task.add_done_callback(self.tasks.discard)
 
     async def run(self, group: list[tuple[Single, asyncio.Future[MatchOutcome | None]]]) -> None:
-        try:
-            answers = await self.answer([request for request, _ in group])
-        except Exception:
-            logger.warning("a group of %d single results failed; Django answers them", len(group), exc_info=True)
-            answers = [None] * len(group)
-        finally:
-            self.running -= 1
+        # The group's log lines name its requests (this task's context is a copy of the first's).
+        with request_ids_bound(request.request_id for request, _ in group if request.request_id):
+            try:
+                answers = await self.answer([request for request, _ in group])
+            except Exception:
+                logger.warning("a group of %d single results failed; Django answers them", len(group), exc_info=True)
+                answers = [None] * len(group)
+            finally:
+                self.running -= 1
         for (_, future), answer in zip(group, answers, strict=True):
             if not future.done():
                 future.set_result(answer)
@@ -262,6 +281,7 @@ class FastSingles:
         if match is None or not plain_request(scope):
             await self.fallback(scope, receive, send)
             return
+        scope[ROUTE_NAME] = ROUTE_NAME_SINGLE
         body, messages = await body_read(receive)
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", ()):
@@ -270,7 +290,9 @@ class FastSingles:
                 text = value.decode("latin-1")
                 headers[wanted] = f"{headers[wanted]},{text}" if wanted in headers else text
         raw_path = scope.get("raw_path") or scope["path"].encode()
-        request = Single(match["game"], match["match"], raw_path.decode("utf-8", "replace"), headers, body)
+        request = Single(
+            match["game"], match["match"], raw_path.decode("utf-8", "replace"), headers, body, request_id() or ""
+        )
         gatherer = self._gatherers.get(asyncio.get_running_loop())
         if gatherer is None:
             gatherer = self._gatherers[asyncio.get_running_loop()] = _Gatherer(singles_answer)
@@ -278,5 +300,7 @@ class FastSingles:
         if outcome is None:
             await self.fallback(scope, replaying(messages, receive), send)
             return
+        if outcome.http_status != 503:  # a 503 stored nothing and judged nothing
+            write_report(game=match["game"], answers=[(outcome.http_status, outcome.body)])
         extra = [REPLAY_HEADER] if outcome.replayed else [RETRY_AFTER] if outcome.http_status == 503 else []
         await respond(send, scope, outcome.http_status, render(outcome.body), allow=b"POST, OPTIONS", extra=extra)

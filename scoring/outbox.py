@@ -8,6 +8,7 @@ apply of the same event count nothing, so both may run at any time.
 """
 
 import logging
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 from django.db import connection
@@ -15,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from boards.writer import ApplyReport, EventRow, events_apply
+from common.observability import Histogram, observe_many
 
 from .models import EventStatus, ScoreEvent
 from .selectors import json_list
@@ -22,6 +24,17 @@ from .selectors import json_list
 logger = logging.getLogger(__name__)
 
 _TABLE = ScoreEvent._meta.db_table
+
+APPLY_LAG = Histogram(
+    "leaderboard_apply_lag_seconds",
+    "From a result's acceptance (accepted_at, before its 2xx) to its events on the boards, per applied event.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0),
+)
+
+
+@dataclass
+class OutboxReport(ApplyReport):
+    lag_max_s: float = 0.0  # the longest wait from acceptance to the boards among the events applied
 
 
 def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
@@ -47,19 +60,22 @@ def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
         ]
 
 
-def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
-    """Apply the still-unapplied accepted events among `event_ids`, then mark them applied.
+def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> OutboxReport:
+    """Apply the still-unapplied accepted events among `event_ids`, then mark them applied, and
+    observe each one's wait since acceptance (`leaderboard_apply_lag_seconds`).
 
     Idempotent: the ledger filter skips events already applied; the Lua dedup skips events that
     reached Redis but whose `applied_at` was not written (a crash in between). Events the writer
     refuses for overflowing the season's exact capacity become `rejected` (`score_overflow`).
     """
-    report = events_apply(events=_unapplied_rows(event_ids), dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    rows = _unapplied_rows(event_ids)
+    report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    now = timezone.now()
     with connection.cursor() as cursor:
         if report.on_boards:
             cursor.execute(
                 f"UPDATE {_TABLE} SET applied_at = %s WHERE id = ANY(%s::bigint[]) AND applied_at IS NULL",
-                [timezone.now(), report.on_boards],
+                [now, report.on_boards],
             )
         if report.refused:
             logger.error("events %s would pass the season's exact score capacity; rejected", report.refused)
@@ -67,7 +83,10 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
                 f"UPDATE {_TABLE} SET status = %s, reason = 'score_overflow' WHERE id = ANY(%s::bigint[])",
                 [EventStatus.REJECTED.value, report.refused],
             )
-    return report
+    on_boards = set(report.on_boards)
+    lags = [(now - row.accepted_at).total_seconds() for row in rows if row.id in on_boards]
+    observe_many(APPLY_LAG, lags)
+    return OutboxReport(**{f.name: getattr(report, f.name) for f in fields(report)}, lag_max_s=max(lags, default=0.0))
 
 
 def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, limit: int) -> list[int]:
@@ -82,3 +101,15 @@ def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, li
     if ids:
         ScoreEvent.objects.filter(id__in=ids).update(enqueued_at=timezone.now())
     return ids
+
+
+def unapplied_count(*, limit: int = 1_000_000) -> int:
+    """Accepted events not yet on the boards (the outbox's depth; the partial index event_unapplied
+    answers it), counted up to `limit`: a scrape stays cheap however deep the backlog."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {_TABLE} WHERE status = %s AND applied_at IS NULL LIMIT %s) AS b",
+            [EventStatus.ACCEPTED.value, limit],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0

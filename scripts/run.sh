@@ -5,6 +5,7 @@
 # The supervisord config is rendered from deploy/supervisord.conf.in into $RUN_DIR (default var/),
 # with PORT, HOST, WEB_CONCURRENCY, WEB_NICE, WORKER_CONCURRENCY from the environment; LOG_DIR=var/log
 # writes each process's log to a file there instead of this terminal. DEMO=0 runs without the demo.
+# The processes' metrics go to $RUN_DIR/metrics, emptied here at each start.
 # While it runs: .venv/bin/supervisorctl -c var/supervisord.conf status (or restart web, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,12 @@ export PORT="${PORT:-8000}" HOST="${HOST:-127.0.0.1}" DEMO="${DEMO:-1}"
 export RUN_DIR="${RUN_DIR:-$PWD/var}"
 export PATH="$PWD/.venv/bin:$PATH"
 mkdir -p "$RUN_DIR"
+# Every process of this run writes its metrics in one folder, which /metrics reads
+# (prometheus-client's multiprocess mode, common/observability.py). Emptied at each start: no
+# process of an earlier run is counted. Always $RUN_DIR's own, whatever the environment says.
+export PROMETHEUS_MULTIPROC_DIR="$RUN_DIR/metrics"
+rm -rf "$PROMETHEUS_MULTIPROC_DIR"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 case "$HOST" in 0.0.0.0 | "::") shown=127.0.0.1 ;; *) shown="$HOST" ;; esac
 cat <<MSG
 

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from .env import database_from_url, env_bool, env_float, env_int, env_list, env_str
+from .env import DEFAULT_DATABASE_URL, database_from_url, env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -31,6 +31,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: it names the route of every answer for the request metrics (common/observability.py).
+    "common.observability.route_name_middleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the pages' assets, the admin's, Swagger UI's from the sidecar: no CDN).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -65,7 +67,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": {
-        **database_from_url(env_str("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/leaderboard")),
+        **database_from_url(env_str("DATABASE_URL", DEFAULT_DATABASE_URL)),
         # A pool per process (psycopg_pool, Django 5.1+): a request borrows a connection and gives
         # it back, instead of opening one (persistent per-thread connections pile up under ASGI, so
         # CONN_MAX_AGE stays 0, as the pool requires).
@@ -110,15 +112,6 @@ STORAGES = {
 # Serve from the finders too, so a checkout works before (or without) collectstatic.
 WHITENOISE_USE_FINDERS = True
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}, "daphne": {"level": "WARNING"}},
-}
-
 if not DEBUG:
     SECURE_CONTENT_TYPE_NOSNIFF = True
     X_FRAME_OPTIONS = "DENY"
@@ -127,5 +120,6 @@ from .auth import *  # noqa: E402,F403
 from .celery import *  # noqa: E402,F403
 from .channels import *  # noqa: E402,F403
 from .drf import *  # noqa: E402,F403
+from .observability import *  # noqa: E402,F403
 from .redis import *  # noqa: E402,F403
 from .scoring import *  # noqa: E402,F403

@@ -1,7 +1,11 @@
 """Typed readers for settings from the environment; a bad value fails loudly at start-up."""
 
+import hashlib
 import os
+import re
 from urllib.parse import unquote, urlparse
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/leaderboard"
 
 
 class ConfigError(ValueError):
@@ -44,6 +48,16 @@ def env_bool(name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -64,3 +78,20 @@ def database_from_url(url: str) -> dict[str, object]:
         "HOST": parsed.hostname or "127.0.0.1",
         "PORT": str(parsed.port or 5432),
     }
+
+
+def deployment_prefix(database_url: str) -> str:
+    """The default first part of every Redis key: named after the deployment's database, so that two
+    deployments on one Redis (staging beside production, a test run beside a demo) never share a
+    key. `lb-{database name}-{6 hex of host:port/name}`, e.g. `lb-leaderboard-9a0c3e`; no colon,
+    which separates the parts of a key."""
+    db = database_from_url(database_url)
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(db["NAME"]))[:40]
+    where = f"{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return f"lb-{name}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
+
+
+def key_prefix_from_env() -> str:
+    """REDIS_KEY_PREFIX, or the prefix named after DATABASE_URL's database (scripts and benchmarks
+    outside Django ask this too: `python -c` in scripts/bench.sh)."""
+    return env_str("REDIS_KEY_PREFIX", "") or deployment_prefix(env_str("DATABASE_URL", DEFAULT_DATABASE_URL))

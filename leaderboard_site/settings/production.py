@@ -30,7 +30,8 @@ SECRET_KEY = _secret
 
 SECURE_SSL_REDIRECT = True
 # The probes of a load balancer or of the supervisor may come over plain http from inside.
-SECURE_REDIRECT_EXEMPT = [r"^health/"]
+# /metrics too: Prometheus scrapes each web host directly, from inside (with its bearer token).
+SECURE_REDIRECT_EXEMPT = [r"^health/", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 86400)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
 # Allows (does not make) a submission to the browsers' preload list.
@@ -39,3 +40,7 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+
+# /metrics wants `Authorization: Bearer <METRICS_TOKEN>`; without METRICS_TOKEN set it answers 403
+# to everyone (settings/observability.py).
+METRICS_PROTECTED = True

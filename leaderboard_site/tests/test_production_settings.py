@@ -1,6 +1,7 @@
 """The production profile (leaderboard_site/settings/production.py): `manage.py check --deploy`
-passes with no warning, it refuses to start without a real secret key or its host names, and a web
-process behind a TLS proxy redirects plain http, sends HSTS and secure cookies."""
+passes with no warning, it refuses to start without a real secret key or its host names, a web
+process behind a TLS proxy redirects plain http, sends HSTS and secure cookies, and /metrics wants
+its bearer token."""
 
 import http.client
 import os
@@ -86,3 +87,35 @@ def test_behind_a_tls_proxy_https_is_served_and_plain_http_redirected():
         assert get("/admin/login/", Host="elsewhere.example.net").status == 400  # not in ALLOWED_HOSTS
     finally:
         stop(web)
+
+
+@pytest.mark.django_db
+def test_metrics_want_the_bearer_token_and_without_one_are_closed():
+    """/metrics in production: `Authorization: Bearer <METRICS_TOKEN>` (over plain http from
+    inside, as Prometheus scrapes a host: not redirected); no token configured, 403 for everyone."""
+    hosts = {"DJANGO_ALLOWED_HOSTS": "leaderboard.example.com,127.0.0.1"}
+
+    def get(port: int, **headers: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics", headers={"Host": "leaderboard.example.com", **headers})
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        return response.status, body
+
+    closed_port, open_port = free_port(), free_port()
+    closed = start_web(closed_port, **{**PRODUCTION, **hosts, "METRICS_TOKEN": ""})
+    try:
+        assert get(closed_port)[0] == 403
+        assert get(closed_port, Authorization="Bearer ")[0] == 403
+    finally:
+        stop(closed)
+    token = secrets.token_urlsafe(32)
+    protected = start_web(open_port, **{**PRODUCTION, **hosts, "METRICS_TOKEN": token})
+    try:
+        assert get(open_port)[0] == 401
+        assert get(open_port, Authorization=f"Bearer {token[:-1]}")[0] == 401
+        status, body = get(open_port, Authorization=f"Bearer {token}")
+        assert status == 200 and b"leaderboard_http_request_duration_seconds_bucket" in body
+    finally:
+        stop(protected)

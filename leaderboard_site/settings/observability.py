@@ -1,0 +1,48 @@
+"""Logs and metrics: the log format, the request metrics' folder, who may read /metrics."""
+
+import os
+from pathlib import Path
+
+from .env import env_choice, env_str
+
+_ROOT = Path(__file__).resolve().parent.parent.parent
+
+# One JSON object per line (json, the default: for a log collector) or plain text (text: for a
+# person at a terminal). Both carry the request id (common/request_ids.py). Celery's worker and
+# beat log through this configuration too (common/logs.py).
+LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "common.request_ids.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "common.logs.json_formatter"},
+        "text": {"()": "common.logs.TextFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "daphne": {"level": "WARNING"},
+        # uvicorn's own lines (a web process starting, an error in the application) in this format
+        # too; its master process, which never loads Django, keeps uvicorn's plain text.
+        "uvicorn": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False},
+        # Off, as `--no-access-log` has it (configuring "uvicorn" above would turn it on again): the
+        # request metrics and the write path's own lines say what an access log would.
+        "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+    },
+}
+
+# Each process of this host writes its metrics here (prometheus-client's multiprocess mode); any
+# web process's /metrics reads them all. One folder per host, never shared between hosts; emptied
+# when the service starts (scripts/run.sh; systemd: RuntimeDirectory, deploy/systemd/). Set in the
+# environment here so that every process this one starts finds the same folder.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", str(_ROOT / "var" / "metrics"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
+
+# /metrics: open unless METRICS_PROTECTED (production) or a token is set; then it wants
+# `Authorization: Bearer <METRICS_TOKEN>`, and with no token set it answers 403 to everyone.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_PROTECTED = False
