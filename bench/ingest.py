@@ -90,7 +90,11 @@ from _common import (
     signed_headers,
 )
 
-APPLY_QUEUE = "scoring"  # scoring.tasks.APPLY_QUEUE: the Celery queue of the apply tasks
+from leaderboard_site.settings.env import key_prefix_from_env
+
+# scoring.tasks.APPLY_QUEUE, the Celery queue of the apply tasks, under the service's key prefix
+# (common.redis.broker_key; the prefix as the service derives it from the same environment).
+APPLY_QUEUE = f"{key_prefix_from_env()}:celery:scoring"
 MAX_POINTS = 1000
 DURATION_S = 600
 CONN_ERRORS = (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)

@@ -74,6 +74,8 @@ from _common import (
     signed_headers,
 )
 
+from leaderboard_site.settings.env import key_prefix_from_env
+
 KINDS = ("rank", "top", "around")
 LUA_DIR = ROOT / "boards" / "lua"
 INGEST_SCRIPT = Path(__file__).resolve().parent / "_ingest_load.py"
@@ -589,7 +591,11 @@ def main() -> None:
     parser.add_argument("--ingest-senders", type=int, default=4, help="concurrent ingest senders")
     parser.add_argument("--time-bits", type=int, help="the season's time_bits (default: computed from the season)")
     parser.add_argument("--redis-url", help="default: $REDIS_URL or redis://127.0.0.1:6379/0")
-    parser.add_argument("--key-prefix", default="lb", help="the service's REDIS_KEY_PREFIX")
+    parser.add_argument(
+        "--key-prefix",
+        default=key_prefix_from_env(),
+        help="the service's REDIS_KEY_PREFIX (default: as the service derives it from the environment)",
+    )
     parser.add_argument(
         "--baseline", action=argparse.BooleanOptionalAction, default=False, help="also load GET /health/live"
     )

@@ -14,6 +14,7 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:epoch                                         the boards marker: set once every game's live boards
                                                      are complete (a recovery); missing = Redis lost its data
     lb:recover-lock                                  held while the recovery rebuilds every game
+    lb:unreflected-mark                              the last ledger id whose marker the reconciliation compared
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
                                                      event's tag (dedup_tag: which event, not just which id)
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
@@ -120,6 +121,11 @@ def epoch_key() -> str:
     """The boards marker of the deployment (boards/epoch.py): written once the live boards of every
     game were rebuilt from the ledger; a Redis that lost its data has lost it too."""
     return f"{key_prefix()}:epoch"
+
+
+def unreflected_mark_key() -> str:
+    """The last ledger id whose dedup marker the reconciliation compared (scoring/unreflected.py)."""
+    return f"{key_prefix()}:unreflected-mark"
 
 
 def recover_lock_key() -> str:

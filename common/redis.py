@@ -7,10 +7,13 @@ own keys in one module, whose docstring lists them:
     anticheat/keys.py    rate buckets of server keys and players
     common/metrics.py    the refusal counters read by /metrics
 Django's cache (django-redis, `{prefix}:cache:*`), the Channels layer (`{prefix}:asgi*`) and the
-Celery queue (`scoring`) are configured in leaderboard_site/settings.
+Celery queue (`{prefix}:celery:scoring`, with kombu's `unacked` and bindings beside it) are
+configured in leaderboard_site/settings. The prefix belongs to one deployment (by default named
+after its database), so deployments sharing a Redis never meet.
 """
 
 import threading
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -53,6 +56,37 @@ def client() -> redis.Redis:
 def key_prefix() -> str:
     """The deployment's prefix, first part of every key."""
     return str(settings.REDIS_KEY_PREFIX)
+
+
+def deployment_keys_drop(*, keep: Iterable[str] = ()) -> int:
+    """Unlink every key of this deployment (its prefix, the Celery queue's included) except `keep`;
+    returns how many went. Another deployment's keys on the same Redis are not touched (never
+    FLUSHDB). For bringing Redis in line with a restored ledger (scoring/recovery.py)."""
+    redis = client()
+    pattern = _glob_escape(key_prefix()) + ":*"
+    kept = set(keep)
+    dropped = 0
+    batch: list[str] = []
+    for key in redis.scan_iter(match=pattern, count=5000):
+        if key in kept:
+            continue
+        batch.append(key)
+        if len(batch) >= 1000:
+            dropped += int(redis.unlink(*batch))
+            batch = []
+    if batch:
+        dropped += int(redis.unlink(*batch))
+    return dropped
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def broker_key(name: str) -> str:
+    """A key of the Celery broker (kombu's `global_keyprefix`): `broker_key("scoring")` is the
+    apply queue's list, `broker_key("unacked")` the tasks delivered and not acknowledged."""
+    return str(settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("global_keyprefix", "")) + name
 
 
 @cache

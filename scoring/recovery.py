@@ -21,12 +21,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.utils import timezone
+from redis import Redis
 
 from boards.epoch import epoch_confirm, epoch_get
-from boards.keys import recover_lock_key
+from boards.keys import recover_lock_key, unreflected_mark_key
 from common.locks import LockLost, lock_held
-from common.metrics import count, gauge_set
+from common.metrics import count, gauge_set, metrics_key
+from common.redis import broker_key, client, deployment_keys_drop
 from seasons.selectors import games_all
 
 from .models import EventStatus, ScoreEvent
@@ -103,3 +106,50 @@ def boards_recover_if_lost() -> RecoveryReport | None:
     else:
         logger.info("boards marker written (no accepted result in the ledger yet): %s", marker)
     return report
+
+
+@dataclass
+class RealignReport:
+    keys_dropped: int = 0
+    broker_keys_dropped: int = 0
+    recovery: RecoveryReport | None = None
+    ledger_events: int = 0
+    ledger_max_id: int = 0
+
+
+def redis_realign() -> RealignReport:
+    """Bring Redis in line with the ledger as it is now (after PostgreSQL was restored from a backup,
+    or pointed at another database), with the service stopped: every key of this deployment goes
+    (boards, dedup markers, names, catalogs, caches, live-push state, the apply queue and the tasks
+    delivered from it), except the metrics' counters; then every game's live boards are rebuilt from
+    the ledger here, waited for, and the boards marker written (the recovery above). Results the
+    restore dropped are then nowhere in Redis, so the match servers' resends are applied like new
+    ones; results accepted before the backup and not applied yet are on the boards and marked
+    applied. Keys of another deployment on the same Redis are not touched."""
+    report = RealignReport()
+    report.keys_dropped = deployment_keys_drop(keep=[metrics_key()])
+    broker = Redis.from_url(str(settings.CELERY_BROKER_URL))
+    try:  # the broker may be another Redis: its apply queue named events of the old ledger
+        report.broker_keys_dropped = int(broker.unlink(*(broker_key(k) for k in BROKER_QUEUE_KEYS)))
+    finally:
+        broker.close()
+    report.ledger_events = ScoreEvent.objects.count()
+    report.ledger_max_id = ScoreEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    report.recovery = boards_recover_if_lost()
+    if report.recovery is None or not report.recovery.marker:
+        raise RuntimeError(f"the rebuild did not complete ({report.recovery}); run the command again")
+    # The dedup check starts after the ledger as it is now (unreflected.py).
+    client().set(unreflected_mark_key(), report.ledger_max_id)
+    logger.warning(
+        "Redis realigned with the ledger: %d keys dropped (%d of the broker), %d games rebuilt (%d members) in %.2f s",
+        report.keys_dropped,
+        report.broker_keys_dropped,
+        len(report.recovery.games),
+        report.recovery.members,
+        report.recovery.seconds,
+    )
+    return report
+
+
+# The apply queue, the tasks delivered from it and not acknowledged, and their index (kombu's keys).
+BROKER_QUEUE_KEYS = ("scoring", "unacked", "unacked_index", "unacked_mutex")

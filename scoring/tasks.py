@@ -7,9 +7,9 @@ from celery import current_app, shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError
-from redis import RedisError
+from redis import Redis, RedisError
 
+from common.redis import broker_key
 from seasons.selectors import games_all
 
 from .freezing import seasons_freeze_due
@@ -17,6 +17,7 @@ from .moderation import anomalies_review
 from .outbox import events_apply_by_id, unapplied_select
 from .reconcile import boards_reconcile as reconcile
 from .recovery import boards_recover_if_lost
+from .unreflected import unreflected_check
 
 logger = logging.getLogger(__name__)
 
@@ -26,29 +27,42 @@ RELAY_MAX_BACKLOG = 20
 
 @shared_task(name="scoring.apply_events", acks_late=True, ignore_result=True)
 def apply_events(event_ids: list[int]) -> dict[str, int]:
-    """Apply accepted events to the boards. Paused games (rebuild) are left to the relay."""
+    """Apply accepted events to the boards. Paused games (rebuild) are left to the relay. One log
+    line per task, with the ids of the requests whose events it applied (its message's header,
+    common/request_ids.py: bound while it runs)."""
     report = events_apply_by_id(
         event_ids=event_ids, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK
+    )
+    logger.info(  # the request ids come with the record (common/request_ids.py's filter)
+        "apply task: %d events, %d applied, %d skipped, %d paused, %d overflow; max lag %.3f s",
+        len(event_ids),
+        report.applied,
+        report.skipped,
+        report.paused,
+        report.overflow,
+        report.lag_max_s,
+        extra={"events": len(event_ids), **report.counts(), "lag_max_s": round(report.lag_max_s, 3)},
     )
     return report.counts()
 
 
 def queue_backlog() -> int | None:
-    """Tasks waiting in the apply queue, asked of the broker itself (whatever CELERY_BROKER_URL
-    names); None when the broker cannot be reached."""
-    with current_app.connection_for_read() as conn:
-        channel_errors: tuple[type[BaseException], ...] = tuple(conn.channel_errors)
-        connection_errors: tuple[type[BaseException], ...] = (OperationalError, *conn.connection_errors)
-        try:
-            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0)  # fail fast
-            # Every transport's channel declares queues; the stubs' base channel type does not say so.
-            declared = conn.default_channel.queue_declare(queue=APPLY_QUEUE, passive=True)  # type: ignore[attr-defined]
-            return int(declared.message_count)
-        except channel_errors:
-            return 0  # no such queue yet: nothing waits in it (on Redis an empty queue does not exist)
-        except connection_errors as exc:
-            logger.warning("relay: the broker is unavailable (%s)", exc)
-            return None
+    """Tasks waiting in the apply queue: the length of its list on the broker (Redis, whatever
+    CELERY_BROKER_URL names), under the deployment's prefix (common.redis.broker_key). Not kombu's
+    passive queue_declare: it checks that the queue exists with an EXISTS that kombu does not
+    prefix (global_keyprefix), so it would always find none. None when the broker cannot be reached."""
+    broker = Redis.from_url(
+        str(current_app.conf.broker_url),
+        socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
+        socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+    )
+    try:
+        return int(broker.llen(broker_key(APPLY_QUEUE)))
+    except RedisError as exc:
+        logger.debug("the broker is unavailable (%s)", exc)
+        return None
+    finally:
+        broker.close()
 
 
 @shared_task(name="scoring.relay_unapplied", acks_late=True, ignore_result=True)
@@ -61,6 +75,8 @@ def relay_unapplied() -> int:
     from .services import enqueue_apply
 
     backlog = queue_backlog()
+    if backlog is None:
+        logger.warning("relay: the broker is unavailable; the outbox is sent again once it is back")
     if backlog is None or backlog > RELAY_MAX_BACKLOG:
         return 0  # the broker is down (nothing can be enqueued), or the queue is busy
     now = timezone.now()
@@ -110,9 +126,15 @@ def boards_recover() -> int:
 
 @shared_task(name="scoring.boards_reconcile", acks_late=True, ignore_result=True)
 def boards_reconcile() -> int:
-    """On a schedule: each game's boards compared with the ledger on a sample of players, drift
-    repaired (reconcile.py). Returns the drifted entries found."""
+    """On a schedule: the dedup markers of the results applied since the last run compared with the
+    ledger (unreflected.py), then each game's boards compared with the ledger on a sample of
+    players; what differs is repaired (reconcile.py). Returns the drifted entries and unreflected
+    results found."""
     drift = 0
+    try:
+        drift += unreflected_check().missing
+    except Exception:
+        logger.exception("reconcile: the dedup marker check failed")
     for game in games_all():
         try:
             drift += reconcile(game=game, sample=settings.RECONCILE_SAMPLE).drift

@@ -15,6 +15,15 @@ def games_all() -> list[Game]:
     return list(Game.objects.all())
 
 
+def games_by_id(*, game_ids: Iterable[int]) -> dict[int, Game]:
+    return Game.objects.in_bulk(list(game_ids))
+
+
+def frozen_season_ids() -> set[int]:
+    """Seasons read from their frozen standings (no live boards)."""
+    return set(Season.objects.filter(frozen_at__isnull=False).values_list("id", flat=True))
+
+
 def seasons_of(*, game: Game) -> list[Season]:
     """Newest first."""
     return list(Season.objects.filter(game=game).select_related("game").order_by("-starts_at", "-id"))

@@ -1,7 +1,7 @@
 """Celery: at-least-once delivery (acks_late + reject on worker loss), no result backend."""
 
 from .env import env_float, env_int, env_str
-from .redis import REDIS_URL
+from .redis import REDIS_KEY_PREFIX, REDIS_URL
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_ACKS_LATE = True
@@ -38,6 +38,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "interval_start": 0,
     "interval_step": 0.2,
     "interval_max": 0.2,
+    # The queue, its unacked set and kombu's bindings under the deployment's prefix: two
+    # deployments on one Redis never take each other's tasks (common/redis.py broker_key).
+    "global_keyprefix": f"{REDIS_KEY_PREFIX}:celery:",
 }
 # Publishing must not hang a request when the broker is down: the outbox relay covers it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}

@@ -1,7 +1,7 @@
 """Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
 layer."""
 
-from .env import env_float, env_str
+from .env import env_float, env_str, key_prefix_from_env
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # Reads must fail fast (503) rather than hang when Redis is down: a connection is given this long
@@ -9,8 +9,12 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # command this long to answer.
 REDIS_CONNECT_TIMEOUT_S = env_float("REDIS_CONNECT_TIMEOUT_S", 0.25)
 REDIS_SOCKET_TIMEOUT_S = env_float("REDIS_SOCKET_TIMEOUT_S", 2.0)
-# Every key this service writes starts with this prefix (common/redis.py lists who spells which).
-REDIS_KEY_PREFIX = env_str("REDIS_KEY_PREFIX", "lb")
+# Every key this service writes starts with this prefix (common/redis.py lists who spells which):
+# the boards, dedup markers, buckets, caches, the Celery queue (settings/celery.py) and the channel
+# layer. It belongs to one deployment; by default it is named after the database (env.py), so
+# deployments with different databases can share one Redis. Changing it leaves the old keys behind
+# and the recovery rebuilds every board under the new one (boards/epoch.py).
+REDIS_KEY_PREFIX = key_prefix_from_env()
 
 # Django's cache (django-redis): computed answers that may be thrown away, such as the score
 # histograms. A cache that cannot answer is a miss (the caller computes from the boards, which

@@ -21,12 +21,12 @@ import psycopg
 import pytest
 from django.test import override_settings
 from django.utils import timezone
-from kombu import Connection
 from redis import Redis
 
 from anticheat.services import game_rules_set
 from boards.keys import pushed_digest_key
 from common.formats import iso
+from common.redis import broker_key
 from common.redis import client as redis_client
 from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
 from leaderboard_site.celery import app as celery_app
@@ -84,19 +84,21 @@ def test_the_worker_survives_losing_the_broker_with_tasks_in_flight(tmp_path):
     worker = start_worker(
         "--include", "leaderboard_site.tests.slow_tasks", REDIS_URL=redis.url, CELERY_BROKER_URL=redis.url
     )
-    broker = Connection(redis.url)
+    broker = celery_app.connection_for_write(redis.url)
     try:
         celery_app.send_task("tests.sleep", args=[3], queue="scoring", connection=broker)
         unacked = Redis.from_url(redis.url)
         # Running (delivered, not acknowledged), while the consumer waits for more (a free slot).
-        assert wait_until(lambda: unacked.hlen("unacked") == 1, since=time.monotonic(), timeout=60) is not None
+        assert (
+            wait_until(lambda: unacked.hlen(broker_key("unacked")) == 1, since=time.monotonic(), timeout=60) is not None
+        )
         time.sleep(0.2)
         unacked.close()
         redis.stop()
         time.sleep(3)
         redis.start()
         mark = tmp_path / "ran"
-        broker = Connection(redis.url)
+        broker = celery_app.connection_for_write(redis.url)
         celery_app.send_task("tests.touch", args=[str(mark)], queue="scoring", connection=broker)
         took = wait_until(mark.exists, since=time.monotonic(), timeout=20)
         print(f"\nbroker back: a new task ran {took} s later")

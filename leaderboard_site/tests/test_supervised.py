@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pytest
 from supervisor.xmlrpc import SupervisorTransport
 
+from common.redis import broker_key
 from common.redis import client as redis_client
 from common.signing import signed_headers
 from common.testing import ROOT, free_port, process_env
@@ -184,7 +185,7 @@ def broker_idle() -> bool:
     """Every task sent so far has run: none waits in the queue, none is delivered and unacked (the
     tasks ack late). Twice, 0.1 s apart: a message between the two is in neither for an instant."""
     for _ in range(2):
-        waiting, unacked = redis_client().pipeline().llen("scoring").hlen("unacked").execute()
+        waiting, unacked = redis_client().pipeline().llen(broker_key("scoring")).hlen(broker_key("unacked")).execute()
         if waiting or unacked:
             return False
         time.sleep(0.1)

@@ -15,7 +15,9 @@ from boards.epoch import epoch_forget
 from boards.keys import BoardRef
 from boards.models import Player
 from boards.tally import BoardScores
+from common.metrics import counters
 from common.redis import client as redis_client
+from scoring.models import EventStatus, ScoreEvent
 from scoring.reconcile import boards_reconcile
 from scoring.recovery import boards_recover_if_lost
 from scoring.selectors import boards_diff, ledger_boards
@@ -39,10 +41,17 @@ def seed(game: Game, *, players: int = 30, matches: int = 120) -> None:
     drain()
 
 
-def reconcile(*args: str) -> list[dict]:
+def reconcile_lines(*args: str) -> list[dict]:
     out = io.StringIO()
     call_command("reconcile_boards", *args, stdout=out)
     return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def reconcile(*args: str) -> list[dict]:
+    """The command's report per game (after its line on the dedup markers)."""
+    first, *games = reconcile_lines(*args)
+    assert "unreflected" in first
+    return games
 
 
 def board_of(game: Game, kind: str, region: str = "global", *, period: str = "-") -> BoardScores:
@@ -150,3 +159,34 @@ def test_nothing_is_compared_while_the_boards_marker_is_missing():
     redis_client().set(keys.rebuild_lock_key(game.slug), "another process")
     report = boards_reconcile(game=game, full=True)
     assert "rebuild" in report.skipped and report.drift == 0
+
+
+def test_results_applied_in_the_ledger_but_absent_from_redis_are_counted_and_put_back(client):
+    """As after Redis came back from an older snapshot (or a ledger was restored over a Redis nobody
+    brought in line): results the ledger marks applied whose markers and board entries are gone."""
+    game = make_game(start=timezone.now() - timedelta(days=5))
+    seed(game)
+    [quiet] = [line["unreflected"] for line in reconcile_lines("arena", "--dry-run")[:1]]
+    assert (quiet["checked"], quiet["missing"]) == (240, 0)  # every result of the seed, each with its marker
+    lost_players = ["p1", "p2", "p3"]
+    lost = list(
+        ScoreEvent.objects.filter(player_id__in=lost_players, status=EventStatus.ACCEPTED).values_list("id", flat=True)
+    )
+    redis = redis_client()
+    for event_id in lost:
+        redis.hdel(*keys.dedup_location(event_id))
+    for key in redis.scan_iter(match=keys.board_pattern("arena"), count=1000):
+        if keys.is_board_key(key):
+            redis.zrem(key, *lost_players)
+    assert boards_diff(game=game, now=timezone.now())
+
+    [line, *_] = reconcile_lines("arena", "--sample", "0")
+    found = line["unreflected"]
+    assert (found["missing"], found["players"], found["by_game"]) == (len(lost), 3, {"arena": len(lost)})
+    assert found["repaired"] > 0 and found["unrepaired"] == 0
+    assert boards_diff(game=game, now=timezone.now()) == {}
+    assert counters()["reconcile_unreflected:arena"] == len(lost)
+    assert f'leaderboard_reconcile_unreflected_events_total{{game="arena"}} {len(lost)}' in metrics_text(client)
+
+    [again, *_] = reconcile_lines("arena", "--sample", "0")
+    assert again["unreflected"]["checked"] == 0  # the watermark moved past them

@@ -219,3 +219,42 @@ def test_two_rebuilds_of_a_game_run_one_after_the_other():
         rebuild._rebuild = original
     assert overlaps == []
     assert boards_diff(game=game, now=timezone.now()) == {}
+
+
+@pytest.mark.django_db
+def test_realign_after_a_restore_drops_this_deployments_keys_and_rebuilds_from_the_ledger():
+    """`realign_redis` (docs/operations.md, "Backing up and restoring PostgreSQL"): boards holding
+    results the restored ledger does not have, markers and queued tasks of the old ledger, a game
+    the backup predates; all gone, the boards rebuilt from the ledger; the metrics and another
+    deployment's keys on the same Redis untouched."""
+    from common.metrics import count
+    from common.redis import broker_key
+    from scoring.recovery import redis_realign
+
+    game = make_game(start=timezone.now() - timedelta(days=2))
+    key = make_key(game)
+    for n in range(20):
+        submit_direct(game, key, match_body([{"player_id": f"p{n % 7}", "points": n}]), now=timezone.now())
+    drain()
+    boards_recover_if_lost()
+    redis = redis_client()
+    season_board = keys.BoardRef(game.slug, game.seasons.get().id, "all").key
+    redis.zadd(season_board, {"dropped-by-the-restore": 10**9})  # a result only the old ledger had
+    redis.hset(*keys.dedup_location(10**6), "12345")  # a marker of the old ledger
+    redis.zadd(keys.BoardRef("newer-game", 99, "all").key, {"x": 1})  # a game created after the backup
+    redis.rpush(broker_key("scoring"), "an apply task of the old ledger")
+    count("refused:no_open_season:arena")
+    redis.set("staging-deployment:b:arena:1:all:global:-", "theirs")
+    assert boards_diff(game=game, now=timezone.now())
+
+    report = redis_realign()
+
+    assert report.keys_dropped > 0  # the queue too: the broker is this Redis here
+    assert report.recovery is not None and report.recovery.games == [game.slug] and report.recovery.marker
+    assert report.ledger_events == 20
+    assert boards_diff(game=game, now=timezone.now()) == {}
+    assert epoch_get() == report.recovery.marker
+    assert not redis.exists(keys.BoardRef("newer-game", 99, "all").key, broker_key("scoring"))
+    assert redis.hget(*keys.dedup_location(10**6)) is None
+    assert counters()["refused:no_open_season:arena"] == 1  # the metrics stay
+    assert redis.get("staging-deployment:b:arena:1:all:global:-") == "theirs"

@@ -7,6 +7,7 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
+from common.redis import broker_key
 from common.redis import client as redis_client
 from scoring.models import ScoreEvent
 from scoring.tasks import APPLY_QUEUE, RELAY_MAX_BACKLOG, queue_backlog, relay_unapplied
@@ -24,7 +25,7 @@ def broker_url():
 
 def test_the_backlog_is_the_brokers_queue_length_and_none_when_it_is_down(broker_url):
     assert queue_backlog() == 0  # an empty queue (on Redis: no key at all)
-    redis_client().rpush(APPLY_QUEUE, "task-1", "task-2")
+    redis_client().rpush(broker_key(APPLY_QUEUE), "task-1", "task-2")
     assert queue_backlog() == 2
     current_app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens there
     assert queue_backlog() is None
@@ -35,10 +36,10 @@ def test_the_relay_re_enqueues_stale_unapplied_results_unless_the_queue_is_busy(
     game = make_game()
     submit_direct(game, make_key(game), match_body([{"player_id": "a", "points": 1}]), now=timezone.now())
     ScoreEvent.objects.update(accepted_at=timezone.now() - timedelta(seconds=10))
-    redis_client().delete(APPLY_QUEUE)  # the on-commit enqueue never ran in this test's transaction
-    redis_client().rpush(APPLY_QUEUE, *[f"busy-{i}" for i in range(RELAY_MAX_BACKLOG + 1)])
+    redis_client().delete(broker_key(APPLY_QUEUE))  # the on-commit enqueue never ran in this test's transaction
+    redis_client().rpush(broker_key(APPLY_QUEUE), *[f"busy-{i}" for i in range(RELAY_MAX_BACKLOG + 1)])
     assert relay_unapplied() == 0  # a backlog: those events are on their way
-    redis_client().delete(APPLY_QUEUE)
+    redis_client().delete(broker_key(APPLY_QUEUE))
     assert relay_unapplied() == 1
-    assert redis_client().llen(APPLY_QUEUE) == 1  # one apply task, on the broker the worker reads
+    assert redis_client().llen(broker_key(APPLY_QUEUE)) == 1  # one apply task, on the broker the worker reads
     assert relay_unapplied() == 0  # re-sent at most every 30 s

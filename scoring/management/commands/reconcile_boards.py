@@ -3,13 +3,15 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.reconcile import SAMPLE, boards_reconcile
+from scoring.unreflected import unreflected_check
 from seasons.selectors import game_get, games_all
 
 
 class Command(BaseCommand):
     help = (
-        "Compare the live boards with the ledger (a sample of players, or --full) and repair the drift; "
-        "one JSON line per game with the drift found."
+        "Compare the dedup markers of the results applied since the last run with the ledger, then the live "
+        "boards (a sample of players, or --full), and repair what differs; one JSON line for the markers "
+        "(unreflected results), then one per game with the drift found."
     )
 
     def add_arguments(self, parser):
@@ -25,6 +27,8 @@ class Command(BaseCommand):
             if game is None:
                 raise CommandError(f"unknown game {slug!r}")
             games.append(game)
+        unreflected = unreflected_check(repair=not options["dry_run"])
+        self.stdout.write(json.dumps({"unreflected": unreflected.__dict__}))
         for game in games or games_all():
             report = boards_reconcile(
                 game=game, full=options["full"], sample=options["sample"], repair=not options["dry_run"]
