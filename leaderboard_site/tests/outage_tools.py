@@ -1,6 +1,9 @@
 """Machinery of the outage tests (test_outages.py): a private redis-server and a private PostgreSQL
 cluster that a test stops and starts again (same port, same data), and a steady load of signed
 writes and board reads against a running web process, every answer recorded with its timing.
+The restore drill and the shared-Redis test (test_restore_drill.py, test_shared_redis.py) take
+databases of their own on the machine's PostgreSQL and run a whole service (web, worker, beat) on
+each, driven through `manage.py` as an operator does.
 """
 
 import http.client
@@ -10,18 +13,27 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import psycopg
+from django.db import connection
 
 from common.signing import signed_headers
-from common.testing import free_port
+from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
+from scoring.models import EventStatus, ScoreEvent
 
 PG_BIN = Path(os.environ.get("TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+# The client programs an operator runs (docs/operations.md: pg_dump, dropdb, createdb, pg_restore).
+PG_CLIENT_BIN = Path(os.environ.get("TEST_PG_CLIENT_BIN", "/usr/bin"))
 
 
 class PrivateRedis:
@@ -315,3 +327,148 @@ def get_json(port: int, path: str, timeout: float = 2.0) -> tuple[int, dict[str,
         return 0, {}
     finally:
         conn.close()
+
+
+def manage(*args: str, **env: str) -> str:
+    """`python manage.py ARGS` as an operator runs it, with the service's environment; its stdout."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=process_env(**env), capture_output=True, check=True
+    )
+    return done.stdout.decode()
+
+
+class ScratchDatabase:
+    """A database of the test's own (`drill_<hex>`) on the PostgreSQL server of the test run,
+    created, dropped and restored with the client programs as docs/operations.md runs them."""
+
+    def __init__(self) -> None:
+        db = connection.settings_dict
+        self.name = f"drill_{uuid.uuid4().hex[:12]}"
+        self.server = ["-h", str(db["HOST"]), "-p", str(db["PORT"]), "-U", str(db["USER"])]
+        self.url = f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{self.name}"
+
+    def run(self, program: str, *args: str) -> None:
+        done = subprocess.run([str(PG_CLIENT_BIN / program), *args], capture_output=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{program} {' '.join(args)}: {done.stderr.decode(errors='replace')}")
+
+    def create(self) -> None:
+        self.run("createdb", *self.server, self.name)
+
+    def drop(self) -> None:
+        self.run("dropdb", *self.server, "--force", "--if-exists", self.name)
+
+    def dump(self, path: Path) -> None:
+        self.run("pg_dump", "--format=custom", f"--file={path}", self.url)
+
+    def restore(self, path: Path) -> None:
+        """The documented restore: a fresh database of the same name, the dump restored into it."""
+        self.drop()
+        self.create()
+        self.run("pg_restore", "--no-owner", f"--dbname={self.url}", str(path))
+
+
+class Service:
+    """One deployment's processes (beat, worker, web on its own port) with their environment."""
+
+    def __init__(self, **env: str) -> None:
+        self.env = env
+        self.port = free_port()
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        self.procs = [start_beat(**self.env), start_worker(**self.env), start_web(self.port, **self.env)]
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            stop(proc)
+        self.procs = []
+
+    def alive(self) -> bool:
+        return bool(self.procs) and all(proc.poll() is None for proc in self.procs)
+
+
+def post_signed(
+    port: int, path: str, body: bytes, *, key_id: str, secret: str, timeout: float = 30.0
+) -> tuple[int, dict[str, str], object]:
+    """A match server's signed POST: (status, headers with lower-case names, parsed JSON body)."""
+    headers = signed_headers(key_id=key_id, secret=secret, method="POST", path=path, body=body)
+    headers["Content-Type"] = "application/json"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        answer_headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, answer_headers, json.loads(raw) if raw else None
+    finally:
+        conn.close()
+
+
+def send_matches(
+    port: int, game: str, key: dict[str, str], matches: list[dict[str, Any]], *, singles: int = 0, batch: int = 250
+) -> dict[str, tuple[int, str]]:
+    """Each match as a match server sends it (`matches`: batch items, with their match_id): the
+    first `singles` one per request (the single-result endpoint), the rest in batches of `batch`.
+    Match id -> (its HTTP status, the value of the replay header, "" when absent or batched)."""
+    answers: dict[str, tuple[int, str]] = {}
+    for match in matches[:singles]:
+        body = json.dumps({k: v for k, v in match.items() if k != "match_id"}).encode()
+        path = f"/api/v1/games/{game}/matches/{match['match_id']}/results"
+        status, headers, _ = post_signed(port, path, body, key_id=key["key_id"], secret=key["secret"])
+        answers[str(match["match_id"])] = (status, headers.get("idempotent-replayed", ""))
+    rest = matches[singles:]
+    for start in range(0, len(rest), batch):
+        chunk = rest[start : start + batch]
+        body = json.dumps({"matches": chunk}).encode()
+        path = f"/api/v1/games/{game}/matches/batch"
+        status, _, data = post_signed(port, path, body, key_id=key["key_id"], secret=key["secret"])
+        assert status == 200 and isinstance(data, dict), (status, data)
+        for match, answer in zip(chunk, data["matches"], strict=True):
+            answers[str(match["match_id"])] = (int(answer["http_status"]), "")
+    return answers
+
+
+def board_entries(port: int, game: str, n: int = 1000) -> list[tuple[str, int]]:
+    """The current season's global `all` board as the API reads it: (player, score), best first."""
+    status, data = get_json(port, f"/api/v1/games/{game}/boards/all/top?n={n}", timeout=10)
+    assert status == 200, (status, data)
+    return [(e["player_id"], e["score"]) for e in data["entries"]]
+
+
+def ledger_query(url: str, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(sql, params or []).fetchall()
+
+
+def events_applied(url: str, events: int) -> bool:
+    """The ledger at `url` holds `events` accepted results, every one applied."""
+    [(stored, unapplied)] = ledger_query(
+        url,
+        f"SELECT count(*), count(*) FILTER (WHERE applied_at IS NULL) FROM {ScoreEvent._meta.db_table} "
+        "WHERE status = %s",
+        [EventStatus.ACCEPTED.value],
+    )
+    return bool(stored == events and unapplied == 0)
+
+
+def ledger_totals(url: str) -> Counter[str]:
+    """Accepted points per player in the ledger at `url` (one game, one season)."""
+    rows = ledger_query(
+        url,
+        f"SELECT player_id, sum(points) FROM {ScoreEvent._meta.db_table} WHERE status = %s GROUP BY 1",
+        [EventStatus.ACCEPTED.value],
+    )
+    return Counter({str(player): int(points) for player, points in rows})
+
+
+def boards_equal_ledger(game: str, **env: str) -> dict[str, Any]:
+    """`reconcile_boards GAME --full --dry-run` under a service's environment: every board of the
+    game compared with the ledger, member by member, and no applied result missing from Redis.
+    Asserts that nothing differs; returns the game's report."""
+    lines = [json.loads(line) for line in manage("reconcile_boards", game, "--full", "--dry-run", **env).splitlines()]
+    unreflected, report = lines[0]["unreflected"], lines[1]
+    assert unreflected["missing"] == 0, unreflected
+    assert report["game"] == game and report["skipped"] == "" and report["entries"] > 0, report
+    assert (report["drift"], report["candidates"], report["pending"]) == (0, 0, 0), report
+    return dict(report)

@@ -11,8 +11,6 @@ Each prints its figures (time to 503, time to recovery); docs/operations.md quot
 """
 
 import json
-import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import timedelta
@@ -28,13 +26,13 @@ from boards.keys import pushed_digest_key
 from common.formats import iso
 from common.redis import broker_key
 from common.redis import client as redis_client
-from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
+from common.testing import free_port, start_beat, start_web, start_worker, stop
 from leaderboard_site.celery import app as celery_app
 from scoring.models import EventStatus, MatchSubmission, ScoreEvent
 from scoring.selectors import boards_diff
 from scoring.testing import make_game, make_key
 
-from .outage_tools import Answer, Load, PrivatePostgres, PrivateRedis, get_json, percentile, wait_until
+from .outage_tools import Answer, Load, PrivatePostgres, PrivateRedis, get_json, manage, percentile, wait_until
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -211,14 +209,6 @@ def test_redis_down_15_s_then_back_with_its_data(tmp_path, monkeypatch):
         for proc in procs:
             stop(proc)
         redis.close()
-
-
-def manage(*args: str, **env: str) -> str:
-    """`python manage.py ARGS` as an operator runs it, with the service's environment; its stdout."""
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=process_env(**env), capture_output=True, check=True
-    )
-    return done.stdout.decode()
 
 
 def test_postgresql_restarted_under_load():
