@@ -1,21 +1,46 @@
 """The ledger's admin: the ledger itself (read-only), the moderators' review queue, bans, and the
 player accounts whose changes reach the ledger (deletion, region moves). Everything audited."""
 
+from typing import Any
+from urllib.parse import urlencode
+
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import reverse
-from django.utils.html import format_html_join
+from django.urls import path, reverse
+from django.utils.html import format_html
 
-from anticheat.models import AuditEntry, Ban
+from anticheat.models import Ban
 from anticheat.services import audit
 from boards.models import Player, SeasonRegion
 from common.admin_mixins import ReadOnlyAdminMixin
 from common.formats import REGION_RE
 
-from .models import ReviewItem, ScoreEvent
+from .models import EventStatus, ReviewItem, ScoreEvent
 from .moderation import player_ban, results_approve, results_reinstate, results_revoke
 from .players import player_delete, player_region_move
+from .review import (
+    PENDING,
+    QUEUES,
+    RESOLVED,
+    CappedPaginator,
+    PendingCounts,
+    review_condition,
+    review_decisions,
+    review_evidence,
+    review_hold_summaries,
+    review_next_pending,
+    review_ordering,
+    review_pending_count,
+    review_pending_counts,
+    review_pending_games,
+    review_pending_reasons,
+    review_search,
+)
 
 MODERATORS = "moderators"
 
@@ -36,19 +61,132 @@ class ScoreEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     show_full_result_count = False
 
 
+class QueueFilter(admin.SimpleListFilter):
+    """Pending (the default) or resolved. The rows themselves are chosen by ReviewChangeList, so
+    every query of the list stays on the queue's partial index."""
+
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request, model_admin):
+        return list(QUEUES.items())
+
+    def queryset(self, request, queryset):
+        return queryset
+
+    def choices(self, changelist):
+        current = self.value() or PENDING
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": current == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}, ["game", "reason", "p"]),
+                "display": label,
+            }
+
+
+class PendingGameFilter(admin.SimpleListFilter):
+    """Only the games with pending items, with their counts (one grouped read of the partial index)."""
+
+    title = "game (pending items)"
+    parameter_name = "game"
+
+    def lookups(self, request, model_admin):
+        counts = _pending_counts(request)
+        return [(str(game_id), f"{slug} ({n:,})") for game_id, slug, n in review_pending_games(counts=counts)]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(game_id=int(value)) if value and value.isdigit() else queryset
+
+
+class PendingReasonFilter(admin.SimpleListFilter):
+    title = "held for (pending items)"
+    parameter_name = "reason"
+
+    def lookups(self, request, model_admin):
+        counts = _pending_counts(request)
+        return [(reason, f"{reason or '-'} ({n:,})") for reason, n in review_pending_reasons(counts=counts)]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(reason=value) if value is not None else queryset
+
+
+class ReviewChangeList(ChangeList):
+    """The list shows the queue's rows alone (pending, or resolved), in the terms of their partial
+    index. The page's rows get their latest decision (who, when, why) in one read of the audit log."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        return queryset.filter(review_condition(queue=_queue(request)))
+
+    def get_results(self, request):
+        super().get_results(request)
+        rows = list(self.result_list)
+        decisions = review_decisions(event_ids=[row.id for row in rows])
+        summaries = review_hold_summaries(events=rows)
+        for row in rows:
+            row.decision = decisions.get(row.id)
+            row.summary = summaries.get(row.id, "")
+
+
+def _queue(request) -> str:
+    return RESOLVED if request.GET.get("queue") == RESOLVED else PENDING
+
+
+def _pending_counts(request) -> PendingCounts:
+    """The pending counts, read once per request (both filters and the pager use them)."""
+    if not hasattr(request, "_review_counts"):
+        request._review_counts = review_pending_counts()
+    return request._review_counts
+
+
 @admin.register(ReviewItem)
 class ReviewQueueAdmin(admin.ModelAdmin):
-    """The review queue: filter, search, approve or revoke in bulk with a reason."""
+    """The review queue: pending items first (oldest first), the evidence on each item's page,
+    approve or revoke from there (landing on the next pending item) or in bulk, with a reason.
 
-    list_display = ("id", "player_id", "points", "status", "reason", "game", "season", "played_at", "accepted_at")
-    list_filter = ("status", "reason", "game", "season")
-    search_fields = ("player_id", "match_id")
-    show_facets = admin.ShowFacets.ALWAYS
+    At ledger scale (10M results, 50K pending) every query stays on the queue's rows: the rows are
+    chosen by the change list (ReviewChangeList) by the condition of a partial index, the pager's count is capped
+    (CappedPaginator), there is no full count and no automatic facets (the filters count their
+    own options over the pending rows), and the search is an exact player id, match id or #id."""
+
+    list_display = ("id", "player_id", "points", "reason", "evidence", "game", "played_at", "accepted_at", "decided")
+    list_display_links = ("id", "player_id")
+    list_filter = (QueueFilter, PendingGameFilter, PendingReasonFilter)
+    list_select_related = ("game",)
+    search_fields = ("player_id",)
+    search_help_text = "An exact player id, a match id, or #event id."
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 50
     actions = ["approve", "revoke", "reinstate"]
-    readonly_fields = [f.name for f in ReviewItem._meta.fields] + ["history"]
+    readonly_fields = [f.name for f in ReviewItem._meta.fields]
+    change_form_template = "admin/scoring/reviewitem/change_form.html"
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("game", "season")
+    def get_ordering(self, request):
+        return review_ordering(queue=_queue(request))
+
+    def get_changelist(self, request, **kwargs):
+        return ReviewChangeList
+
+    def get_search_results(self, request, queryset, search_term):
+        if not search_term.strip():
+            return queryset, False
+        return review_search(queryset=queryset, term=search_term), False
+
+    def get_paginator(self, request, queryset, per_page, orphans=0, allow_empty_first_page=True):
+        """The pending queue, unsearched, takes its count from the grouped counts the filters read
+        anyway; anything else counts its own rows (capped)."""
+        known = None
+        if _queue(request) == PENDING and not request.GET.get("q") and set(request.GET) <= {"game", "reason", "p", "o"}:
+            game = request.GET.get("game", "")
+            known = review_pending_count(
+                counts=_pending_counts(request),
+                game_id=int(game) if game.isdigit() else None,
+                reason=request.GET.get("reason"),
+            )
+        return CappedPaginator(queryset, per_page, orphans, allow_empty_first_page, known_count=known)
 
     def has_add_permission(self, request):
         return False
@@ -62,18 +200,91 @@ class ReviewQueueAdmin(admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         return can_moderate(request) or super().has_view_permission(request, obj)
 
+    def has_module_permission(self, request):
+        return can_moderate(request) or super().has_module_permission(request)
+
+    def response_action(self, request, queryset):
+        """An action on rows picked by id reaches them wherever they are (a revoked result to
+        reinstate, an accepted one to revoke): by primary key, never a scan."""
+        if request.POST.get("select_across", "0") == "0":
+            queryset = self.get_queryset(request)
+        return super().response_action(request, queryset)
+
     def get_actions(self, request):
         return super().get_actions(request) if can_moderate(request) else {}
 
-    @admin.display(description="history")
-    def history(self, obj) -> str:
-        entries = AuditEntry.objects.filter(target=str(obj.id)).order_by("created_at")
-        return (
-            format_html_join(
-                "", "<div>{} {} by {}: {}</div>", ((e.created_at, e.action, e.actor_label, e.reason) for e in entries)
+    @admin.display(description="held for")
+    def evidence(self, obj) -> str:
+        return getattr(obj, "summary", "")
+
+    @admin.display(description="decided (who, when, why)")
+    def decided(self, obj) -> str:
+        entry = getattr(obj, "decision", None)
+        if entry is None:
+            return "-"
+        when = f"{entry.created_at:%Y-%m-%d %H:%M}"
+        return format_html("{} by {}, {}: {}", entry.action, entry.actor_label, when, entry.reason)
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:object_id>/decide/",
+                self.admin_site.admin_view(self.decide_view),
+                name="scoring_reviewitem_decide",
+            ),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request, extra_context=None):
+        title = f"Review queue: {QUEUES[_queue(request)].lower()}"
+        return super().changelist_view(request, {**(extra_context or {}), "title": title})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        event = ScoreEvent.objects.select_related("game", "season").filter(pk=object_id).first()
+        extra = dict(extra_context or {})
+        if event is not None:
+            filters = _filters(request.GET.get("_changelist_filters", ""))
+            extra.update(
+                evidence=review_evidence(event=event),
+                can_moderate=can_moderate(request),
+                pending=event.status == EventStatus.PENDING_REVIEW,
+                revocable=event.status in (EventStatus.PENDING_REVIEW, EventStatus.ACCEPTED),
+                next_id=review_next_pending(after=event, **filters),
+                changelist_filters=request.GET.get("_changelist_filters", ""),
+                show_save=False,
+                show_save_and_continue=False,
+                show_save_and_add_another=False,
+                show_delete=False,
             )
-            or "-"
-        )
+        return super().change_view(request, object_id, form_url, extra)
+
+    def decide_view(self, request, object_id: int):
+        """Approve or revoke one item from its page, then on to the next pending item."""
+        if request.method != "POST" or not can_moderate(request):
+            raise PermissionDenied
+        event = get_object_or_404(ScoreEvent, pk=object_id)
+        decision = request.POST.get("decision", "")
+        reason = request.POST.get("reason", "").strip()
+        kept = request.POST.get("_changelist_filters", "")
+        here = reverse("admin:scoring_reviewitem_change", args=[event.pk])
+        suffix = f"?{urlencode({'_changelist_filters': kept})}" if kept else ""
+        if decision == "approve":
+            result = results_approve(event_ids=[event.pk], reason=reason or "approved on review", actor=request.user)
+        elif decision == "revoke" and reason:
+            result = results_revoke(event_ids=[event.pk], reason=reason, actor=request.user)
+        else:
+            self.message_user(request, "A revocation needs a reason.", messages.ERROR)
+            return HttpResponseRedirect(here + suffix)
+        verb = "approved" if decision == "approve" else "revoked"
+        if result.changed:
+            self.message_user(request, f"#{event.pk} ({event.player_id}, {event.points} points) {verb}.")
+        else:
+            self.message_user(request, f"#{event.pk} was not eligible (already decided?).", messages.WARNING)
+        next_id = review_next_pending(after=event, **_filters(kept))
+        if next_id is None:
+            self.message_user(request, "The queue is empty.")
+            return HttpResponseRedirect(reverse("admin:scoring_reviewitem_changelist") + (f"?{kept}" if kept else ""))
+        return HttpResponseRedirect(reverse("admin:scoring_reviewitem_change", args=[next_id]) + suffix)
 
     def _confirm(self, request, queryset, *, action: str, verb: str, service):
         if not can_moderate(request):
@@ -110,6 +321,13 @@ class ReviewQueueAdmin(admin.ModelAdmin):
     @admin.action(description="Reinstate the selected revoked results (undo a disqualification)")
     def reinstate(self, request, queryset):
         return self._confirm(request, queryset, action="reinstate", verb="Reinstate", service=results_reinstate)
+
+
+def _filters(changelist_filters: str) -> dict[str, Any]:
+    """The queue filters a moderator came from (game, reason), to stay within them when moving on."""
+    query = QueryDict(changelist_filters)
+    game = query.get("game", "")
+    return {"game_id": int(game) if game.isdigit() else None, "reason": query.get("reason") or None}
 
 
 class BanForm(forms.ModelForm):

@@ -67,7 +67,12 @@ class ScoreEvent(models.Model):
     status = models.CharField(max_length=16, choices=EventStatus.choices)
     reason = models.CharField(max_length=40, blank=True, default="")
     applied_at = models.DateTimeField(null=True, blank=True)
-    reviewed_at = models.DateTimeField(null=True, blank=True, help_text="A moderator cleared it: no re-flagging.")
+    reviewed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a moderator decided it (approved, revoked, reinstated): never re-flagged; the review queue's "
+        "resolved list.",
+    )
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
 
     class Meta:
@@ -85,6 +90,14 @@ class ScoreEvent(models.Model):
             models.Index(
                 fields=["game", "accepted_at"], name="event_pending_review", condition=models.Q(status="pending_review")
             ),
+            # The review queue's order (oldest first) across games: a page reads its 50 rows, not
+            # every pending row. Pending rows only, like the one above.
+            models.Index(
+                fields=["accepted_at", "id"], name="event_pending_queue", condition=models.Q(status="pending_review")
+            ),
+            # The review queue's resolved list: only decided rows (a NULL, every new result, is
+            # never inserted into a partial index, so ingest does not pay for it).
+            models.Index(fields=["-reviewed_at"], name="event_reviewed", condition=models.Q(reviewed_at__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -115,6 +115,9 @@ def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, a
 def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
     """Revoke results (accepted or pending): marked `revoked` in the ledger, never deleted; each
     affected player's boards are then re-derived from what remains and written as absolute values.
+    A moderator's (or a named command's) revocation stamps `reviewed_at` (the queue's resolved list).
+    Revoking pending results corrects no board (they were never on one): a queue cleared in bulk
+    costs one transaction.
     Locks the events; the correction locks each player."""
     with transaction.atomic():
         events = list(
@@ -127,8 +130,13 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
         _account(counted, sign=-1, action="revoke", reason=reason, actor=actor, actor_label=actor_label)
         others = [e for e in events if e.status != EventStatus.ACCEPTED]
         _account(others, sign=0, action="revoke", reason=reason, actor=actor, actor_label=actor_label)
-        ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(status=EventStatus.REVOKED, reason="revoked")
-    _correct_players(events)
+        decided = {"reviewed_at": timezone.now()} if actor is not None or actor_label else {}
+        ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(
+            status=EventStatus.REVOKED, reason="revoked", **decided
+        )
+    # Only players who lose an accepted result need their boards corrected: a pending result was
+    # never on them (the anomaly job's withholding corrects the boards itself, after its commit).
+    _correct_players(counted)
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
 
 
