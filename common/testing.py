@@ -6,12 +6,16 @@ No app is imported: the processes are named by their command lines (`celery -A l
 """
 
 import asyncio
+import atexit
+import functools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -104,9 +108,16 @@ def start_worker(*extra_args: str, **env: str) -> subprocess.Popen[bytes]:
     )
 
 
+@functools.cache
+def _beat_schedules() -> Path:
+    """A folder of the test run's own for beat's schedule files, removed when the run ends."""
+    folder = Path(tempfile.mkdtemp(prefix="lb-test-beat-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def start_beat(**env: str) -> subprocess.Popen[bytes]:
-    schedule = ROOT / "var" / f"test-beat-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    schedule.parent.mkdir(parents=True, exist_ok=True)
+    schedule = _beat_schedules() / f"beat-{uuid.uuid4().hex[:6]}"
     return start_celery(["beat", "-l", "warning", "-s", str(schedule)], **env)
 
 

@@ -16,9 +16,9 @@ REDIS_SOCKET_TIMEOUT_S = env_float("REDIS_SOCKET_TIMEOUT_S", 2.0)
 # and the recovery rebuilds every board under the new one (boards/epoch.py).
 REDIS_KEY_PREFIX = key_prefix_from_env()
 
-# Django's cache (django-redis): computed answers that may be thrown away, such as the score
-# histograms. A cache that cannot answer is a miss (the caller computes from the boards, which
-# then answers 503 if Redis is really down), never an error of its own.
+# Django's cache (django-redis), for computed answers that may be thrown away; nothing keeps data
+# in it today (the score histograms are board keys, boards/keys.py). A cache that cannot answer is
+# a miss, never an error of its own.
 CACHES = {
     "default": {
         "BACKEND": "django_redis.cache.RedisCache",
