@@ -68,6 +68,9 @@ class FrozenStanding(models.Model):
     earlier reach, then player id); `rank` is the game's tie rule applied.
     """
 
+    # In the database the table is partitioned by season (migration 0007): a freeze attaches its
+    # season's rows as a partition (boards.standings.standings_load), the primary key there is
+    # (id, season_id), and rows written otherwise go to the DEFAULT partition.
     # No database constraint: a freeze writes one row per player and board (millions), each checked
     # at commit otherwise; Django's CASCADE still deletes them with their season. No index of its own:
     # the unique (season, board, region, period, position) index leads with it.

@@ -212,6 +212,35 @@ def _entries_sql(
     return sql, all_params
 
 
+def ledger_job_settings() -> None:
+    """Settings for a query of `ledger_entries_sql` over a whole season, to the end of the current
+    transaction (or savepoint)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL work_mem = '{JOB_WORK_MEM}'")
+        # Group the player-ordered results as they come (see `_kind_sql`): a hash aggregate
+        # would hold every group of the season until the last result is read.
+        cursor.execute("SET LOCAL enable_hashagg = off")
+        cursor.execute("SET LOCAL jit = off")  # measured: compiling costs these queries more than it saves
+
+
+def ledger_entries_sql(*, game: Game, kind: BoardKind, season_id: int, extras: bool) -> tuple[str, list[Any]]:
+    """The SQL (and its parameters) selecting the public members of one kind's boards of a season, in
+    no order, in the shape of `BoardEntry` (their encoded score NULL past the season's exact
+    capacity): for a caller that ranks them inside PostgreSQL (the freeze). Run it after
+    `ledger_job_settings`."""
+    return _entries_sql(
+        game=game,
+        kinds=[kind],
+        season_id=season_id,
+        player_ids=None,
+        include_hidden=False,
+        exclude_event_ids=None,
+        ordered=False,
+        live_at=None,
+        extras=extras,
+    )
+
+
 def ledger_has_extra_boards(*, game: Game, season_id: int) -> bool:
     """Whether any accepted result of the season counts on an extra dimension's board (the game
     may have declared its dimensions after some results, or dropped them since)."""
@@ -271,12 +300,8 @@ def ledger_entries(
     )
     size = chunk or STREAM_CHUNK
     with transaction.atomic():
+        ledger_job_settings()
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL work_mem = '{JOB_WORK_MEM}'")
-            # Group the player-ordered results as they come (see `_kind_sql`): a hash aggregate
-            # would hold every group of the season until the last result is read.
-            cursor.execute("SET LOCAL enable_hashagg = off")
-            cursor.execute("SET LOCAL jit = off")  # measured: compiling costs these queries more than it saves
             if not interleaved:
                 yield _checked(_pushed(cursor.cursor.stream(sql, params, size=STREAM_BATCH), size))
                 return
