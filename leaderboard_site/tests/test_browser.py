@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from common.formats import iso
 from common.signing import signed_headers
-from common.testing import free_port, start_beat, start_web, start_worker, stop
 from scoring.testing import make_game, make_key
 
 CHROMIUM = shutil.which("chromium")
@@ -27,19 +26,6 @@ pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"),
 ]
-
-
-@pytest.fixture
-def service():
-    port = free_port()
-    web = start_web(port)
-    worker = start_worker()
-    beat = start_beat()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        for proc in (web, worker, beat):
-            stop(proc)
 
 
 def submit(url: str, key, results: list[dict]) -> None:

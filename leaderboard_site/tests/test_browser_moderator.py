@@ -22,7 +22,6 @@ from anticheat.models import AuditEntry
 from anticheat.services import game_rules_set
 from common.formats import iso
 from common.signing import signed_headers
-from common.testing import free_port, start_beat, start_web, start_worker, stop
 from scoring.models import ScoreEvent
 from scoring.testing import make_game, make_key
 
@@ -36,19 +35,6 @@ pytestmark = [
 ]
 HELD = ["h1", "h2", "h3", "h4", "h5"]  # oldest first: the queue's order
 APPROVED, REVOKED = HELD[:2], HELD[2:]
-
-
-@pytest.fixture
-def service():
-    port = free_port()
-    web = start_web(port)
-    worker = start_worker()
-    beat = start_beat()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        for proc in (web, worker, beat):
-            stop(proc)
 
 
 def submit(url: str, key, results: list[dict], duration_s: int = 600) -> None:

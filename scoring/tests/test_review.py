@@ -1,7 +1,7 @@
 """The review queue in the admin: moderators approve or revoke in bulk, with a reason, audited."""
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from anticheat.models import AuditEntry
@@ -13,13 +13,6 @@ from scoring.testing import drain, make_game, make_key, match_body, submit_direc
 pytestmark = pytest.mark.django_db
 
 QUEUE = "/admin/scoring/reviewitem/"
-
-
-@pytest.fixture
-def moderator():
-    user = User.objects.create_user("mod", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get_or_create(name="moderators")[0])
-    return user
 
 
 def quarantined_game():

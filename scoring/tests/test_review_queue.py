@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -20,13 +20,6 @@ from scoring.testing import drain, make_game, make_key, match_body, submit_direc
 pytestmark = pytest.mark.django_db
 
 QUEUE = "/admin/scoring/reviewitem/"
-
-
-@pytest.fixture
-def moderator():
-    user = User.objects.create_user("mod", password="pw", is_staff=True)
-    user.groups.add(Group.objects.get_or_create(name="moderators")[0])
-    return user
 
 
 def held(game, key, player: str, points: int, *, now, duration_s: int = 540, others=()):
