@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -233,3 +233,29 @@ def test_paging_through_pending_items_counts_them_without_a_count_query(client, 
     assert not [q for q in ledger_reads(captured) if "COUNT(*)" in q]  # the count came from the grouped read
     searched = client.get(QUEUE, {"q": "bulk007"}).context["cl"]
     assert [row.player_id for row in searched.result_list] == ["bulk007"] and searched.result_count == 1
+
+
+def test_the_moderators_group_comes_with_what_moderators_do_in_the_admin(client):
+    """Migration 0011 makes the group with its permissions: a staff member added to it can read the
+    audit log, record bans, configure seasons and see final standings, and nothing else (keys)."""
+    import importlib
+
+    from django.apps import apps
+
+    grant = importlib.import_module("scoring.migrations.0011_moderators_group").grant
+    grant(apps, None)  # as the migration did (a transactional test's flush may have removed the group)
+    user = User.objects.create_user("new-moderator", password="pw", is_staff=True)
+    user.groups.add(Group.objects.get(name="moderators"))
+    client.force_login(user)
+    for url in [
+        QUEUE,
+        "/admin/anticheat/auditentry/",
+        "/admin/anticheat/ban/add/",
+        "/admin/seasons/season/",
+        "/admin/seasons/season/add/",
+        "/admin/seasons/game/",
+        "/admin/boards/seasonstandings/",
+    ]:
+        assert client.get(url).status_code == 200, url
+    assert client.get("/admin/anticheat/serverkey/").status_code == 403
+    assert client.get("/admin/auth/user/").status_code == 403
