@@ -28,9 +28,10 @@ def grant(apps, schema_editor):
     # Permissions are created after the last migration (post_migrate): on a new database they do
     # not exist yet, so create them now (Django's documented way in a data migration).
     for app_config in apps.get_app_configs():
-        app_config.models_module = True
+        kept = getattr(app_config, "models_module", None)  # a historical app has none
+        app_config.models_module = kept or True
         create_permissions(app_config, apps=apps, verbosity=0)
-        app_config.models_module = None
+        app_config.models_module = kept
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     group, _ = Group.objects.get_or_create(name=MODERATORS)
