@@ -35,7 +35,11 @@ def quick_retry() -> Retry:
 
 def client() -> redis.Redis:
     """A shared client (one pool per process and URL); fails fast, never hangs on a dead Redis."""
-    url = str(settings.REDIS_URL)
+    return client_for(str(settings.REDIS_URL))
+
+
+def client_for(url: str) -> redis.Redis:
+    """`client()` for another Redis, such as the Celery broker's (CELERY_BROKER_URL)."""
     found = _clients.get(url)
     if found is not None:
         return found

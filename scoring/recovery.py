@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils import timezone
-from redis import Redis
 
 from boards.epoch import epoch_confirm, epoch_get
 from boards.keys import recover_lock_key, unreflected_mark_key
 from common.locks import LockLost, lock_held
 from common.metrics import count, gauge_set, metrics_key
-from common.redis import broker_key, client, deployment_keys_drop
+from common.redis import broker_key, client, client_for, deployment_keys_drop
 from seasons.selectors import games_all
 
 from .models import EventStatus, ScoreEvent
@@ -128,11 +127,9 @@ def redis_realign() -> RealignReport:
     applied. Keys of another deployment on the same Redis are not touched."""
     report = RealignReport()
     report.keys_dropped = deployment_keys_drop(keep=[metrics_key()])
-    broker = Redis.from_url(str(settings.CELERY_BROKER_URL))
-    try:  # the broker may be another Redis: its apply queue named events of the old ledger
-        report.broker_keys_dropped = int(broker.unlink(*(broker_key(k) for k in BROKER_QUEUE_KEYS)))
-    finally:
-        broker.close()
+    # The broker may be another Redis: its apply queue named events of the old ledger.
+    broker = client_for(str(settings.CELERY_BROKER_URL))
+    report.broker_keys_dropped = int(broker.unlink(*(broker_key(k) for k in BROKER_QUEUE_KEYS)))
     report.ledger_events = ScoreEvent.objects.count()
     report.ledger_max_id = ScoreEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
     report.recovery = boards_recover_if_lost()

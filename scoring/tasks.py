@@ -7,9 +7,9 @@ from celery import current_app, shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from redis import Redis, RedisError
+from redis import RedisError
 
-from common.redis import broker_key
+from common.redis import broker_key, client_for
 from seasons.selectors import games_all
 
 from .freezing import seasons_freeze_due
@@ -51,18 +51,11 @@ def queue_backlog() -> int | None:
     CELERY_BROKER_URL names), under the deployment's prefix (common.redis.broker_key). Not kombu's
     passive queue_declare: it checks that the queue exists with an EXISTS that kombu does not
     prefix (global_keyprefix), so it would always find none. None when the broker cannot be reached."""
-    broker = Redis.from_url(
-        str(current_app.conf.broker_url),
-        socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
-        socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-    )
     try:
-        return int(broker.llen(broker_key(APPLY_QUEUE)))
+        return int(client_for(str(current_app.conf.broker_url)).llen(broker_key(APPLY_QUEUE)))
     except RedisError as exc:
         logger.debug("the broker is unavailable (%s)", exc)
         return None
-    finally:
-        broker.close()
 
 
 @shared_task(name="scoring.relay_unapplied", acks_late=True, ignore_result=True)

@@ -22,7 +22,7 @@ is rebuilt when there are more than REBUILD_ABOVE of them. A metric
 
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -97,15 +97,17 @@ def unreflected_check(*, repair: bool = True, now: datetime | None = None, limit
     missing = _missing(rows)
     report.missing = len(missing)
     players: dict[int, set[str]] = defaultdict(set)
+    found_by_game: Counter[int] = Counter()
     for _, game_id, player_id, _, _ in missing:
         players[game_id].add(player_id)
+        found_by_game[game_id] += 1
     report.players = sum(len(p) for p in players.values())
     games = games_by_id(game_ids=players)
     for game_id, game_players in players.items():
         game = games.get(game_id)
         if game is None:
             continue
-        found = sum(1 for row in missing if row[1] == game_id)
+        found = found_by_game[game_id]
         report.by_game[game.slug] = found
         if repair:
             count(f"reconcile_unreflected:{game.slug}", found)
