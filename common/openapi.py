@@ -6,6 +6,9 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 
 from .formats import GAME_SLUG_RE, PLAYER_ID_RE
+from .request_ids import HEADER, MAX_LENGTH
+
+REQUEST_ID_PATTERN = f"^[A-Za-z0-9._:-]{{1,{MAX_LENGTH}}}$"
 
 
 def path_param(name: str, pattern: str, description: str) -> OpenApiParameter:
@@ -29,4 +32,25 @@ def closed_request_bodies(result: dict[str, Any], generator: Any, request: Any, 
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object" and "properties" in component:
             component["additionalProperties"] = False
+    return result
+
+
+def request_id_headers(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: every answer of every operation carries `X-Request-ID`
+    (common/observability.py puts it on fast-path and Django answers alike)."""
+    header = {
+        "description": (
+            "The request's own X-Request-ID when it sent one of at most 64 letters, digits, '.', '_', ':' "
+            "or '-', else one the service made (32 hex digits). The web's and the worker's log lines carry it."
+        ),
+        "schema": {"type": "string", "maxLength": MAX_LENGTH, "pattern": REQUEST_ID_PATTERN},
+    }
+    result.setdefault("components", {}).setdefault("headers", {})["RequestId"] = header
+    ref = {"$ref": "#/components/headers/RequestId"}
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for response in operation.get("responses", {}).values():
+                response.setdefault("headers", {})[HEADER] = ref
     return result

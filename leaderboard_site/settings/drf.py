@@ -27,5 +27,6 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "boards.schema.board_paths_per_kind",
         "common.openapi.closed_request_bodies",
+        "common.openapi.request_id_headers",
     ],
 }
