@@ -75,3 +75,7 @@ def client() -> Client:
 @pytest.fixture
 def api(client):
     return client
+
+
+# The Redis Cluster fixtures (`redis_cluster`, `redis_cluster_factory`): common/cluster_testing.py.
+pytest_plugins = ["common.cluster_testing"]

@@ -7,8 +7,9 @@ thread hop, no middleware and no DRF in between. It answers exactly what the Dja
 (the same selectors' calls and parsers, the same body bytes, status and headers; a test compares
 the two paths request by request). Whatever it does not answer itself falls through to Django
 unchanged: another method or path, a bad query, an unknown game, board or season, a frozen
-season (PostgreSQL), a player who is not ranked, a throttled client (Django spends no second
-token: the scope says this one was spent). Redis down is the same 503 the views give, at once
+season (PostgreSQL), a board split by player (board_shards > 1: boards/sharded.py), a player
+who is not ranked, a throttled client (Django spends no second token: the scope says this one
+was spent). Redis down is the same 503 the views give, at once
 (a refused connection is retried once, 10 ms later; one that is never answered is given
 REDIS_CONNECT_TIMEOUT_S, twice).
 """
@@ -152,6 +153,8 @@ class FastReads:
             raise Fallback from exc
         if view.frozen:
             raise Fallback  # final standings live in PostgreSQL
+        if view.season.board_shards > 1:
+            raise Fallback  # a board split by player: a scatter-gather of several steps (boards/sharded.py)
         return view
 
     async def catalog(self, slug: str, version: str | None) -> Catalog:

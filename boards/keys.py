@@ -2,6 +2,12 @@
 
 Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.py):
     lb:b:{game}:{season}:{board}:{region}:{period}   a board (sorted set, encoded scores)
+    lb:b:{game}:{season}:{board}:{region}:{period}:{{game}.{season}.{k}}
+                                                     shard k of a board of a season with board_shards
+                                                     S > 1: the players with shard_of(player, S) = k.
+                                                     The last part is a Redis Cluster hash tag, so
+                                                     every board of one (game, season, shard) shares
+                                                     a slot (one script applies to all of them)
     <board key>:d                                    distinct points on it (dense tie rule)
     <board key>:v                                    its version: up with every change, in the same
                                                      script as the change (cached reads compare it)
@@ -23,7 +29,8 @@ Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `20
 `monthly` `2026-10` (boards/kinds.py).
 """
 
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
 
@@ -37,17 +44,54 @@ REBUILD_SUFFIX = ":rebuild"
 OLD_SUFFIX = ":old"
 
 
+def shard_of(player_id: str, shards: int) -> int:
+    """The shard of a player's entries on every board of a season split `shards` ways: a CRC-32 of
+    the id, so every process, language and Redis version agrees, and players spread evenly."""
+    if shards <= 1:
+        return 0
+    return zlib.crc32(player_id.encode()) % shards
+
+
 @dataclass(frozen=True)
 class BoardRef:
+    """A board, or with `shard` set one shard of a board whose season splits it by player.
+
+    A board of a season with board_shards = 1 has no shard (`shard` None): one sorted set, the
+    layout of every season before sharding. With S > 1 the board is S sorted sets; `shard` None
+    then names the board as a whole (the live publisher's and the caches' key, never a set in
+    Redis), `shards(S)` its sorted sets and `for_player` the one holding a player."""
+
     game: str
     season_id: int
     board: str
     region: str = GLOBAL
     period: str = NO_PERIOD
+    shard: int | None = None
 
     @property
     def key(self) -> str:
-        return f"{key_prefix()}:b:{self.game}:{self.season_id}:{self.board}:{self.region}:{self.period}"
+        base = f"{key_prefix()}:b:{self.game}:{self.season_id}:{self.board}:{self.region}:{self.period}"
+        if self.shard is None:
+            return base
+        return f"{base}:{{{shard_tag(self.game, self.season_id, self.shard)}}}"
+
+    @property
+    def whole(self) -> "BoardRef":
+        """The board this shard belongs to (itself when it is not a shard)."""
+        return self if self.shard is None else replace(self, shard=None)
+
+    def shards(self, count: int) -> list["BoardRef"]:
+        """The sorted sets of this board when its season splits boards `count` ways."""
+        whole = self.whole
+        if count <= 1:
+            return [whole]
+        return [replace(whole, shard=k) for k in range(count)]
+
+    def for_player(self, player_id: str, count: int) -> "BoardRef":
+        """The sorted set that holds `player_id` when the season splits boards `count` ways."""
+        if count <= 1:
+            return self.whole
+        return replace(self, shard=shard_of(player_id, count))
 
     @property
     def distinct_key(self) -> str:
@@ -59,8 +103,17 @@ class BoardRef:
 
     @classmethod
     def from_key(cls, key: str) -> "BoardRef":
-        game, season_id, board, region, period = key.split(":")[-5:]
-        return cls(game, int(season_id), board, region, period)
+        parts = key.split(":")
+        shard = None
+        if parts[-1].startswith("{"):
+            shard = int(parts.pop().strip("{}").rsplit(".", 1)[1])
+        game, season_id, board, region, period = parts[-5:]
+        return cls(game, int(season_id), board, region, period, shard)
+
+
+def shard_tag(game: str, season_id: int, shard: int) -> str:
+    """The hash tag (without braces) of one shard of a season's boards."""
+    return f"{game}.{season_id}.{shard}"
 
 
 def distinct_key(board_key: str) -> str:
@@ -85,7 +138,7 @@ def season_pattern(game: str, season_id: int) -> str:
 
 
 def region_pattern(game: str, season_id: int, board: str, period: str) -> str:
-    """Every region's board of one kind and period (for SCAN)."""
+    """Every region's board of one kind and period (for SCAN; unsharded seasons)."""
     return f"{key_prefix()}:b:{game}:{season_id}:{board}:*:{period}"
 
 

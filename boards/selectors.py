@@ -39,6 +39,7 @@ from .keys import GLOBAL, BoardRef
 from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
 from .models import Friendship, FrozenStanding, Player, SeasonRegion
 from .ranking import ranks_for
+from .sharded import ShardedBoard, sharded
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
 MAX_FRIENDS = 500
@@ -381,11 +382,49 @@ def _run(script: str, call: Call) -> Any:
     return lua_script(script)(keys=script_keys, args=args, client=client())
 
 
+def _split(view: BoardView) -> ShardedBoard | None:
+    """The board's shards when its season splits boards by player (board_shards > 1): its reads
+    are scatter-gathers (sharded.py) whose replies take the one-set scripts' shapes below."""
+    if view.season.board_shards <= 1:
+        return None
+    return sharded(
+        view.ref,
+        shards=view.season.board_shards,
+        span=view.codec.time_span,
+        rule=view.game.tie_rule,
+        game=view.game.slug,
+    )
+
+
+def _split_top(view: BoardView, split: ShardedBoard, n: int, held: Cached | None) -> list[Any]:
+    """top.lua's reply, from the shards."""
+    version = split.version(names_version_key=keys.names_version_key(view.game.slug))
+    if held is not None and held.version == version:
+        return [version]
+    total, rows = split.top(n)
+    reply: list[Any] = [version, total]
+    for (player, score, rank), name in zip(rows, split.names([p for p, _, _ in rows]), strict=True):
+        reply += [player, split.points(score), rank, name]
+    return reply
+
+
+def _split_entries(split: ShardedBoard, rows: list[tuple[str, int, int]]) -> list[Any]:
+    flat: list[Any] = []
+    for (player, score, rank), name in zip(rows, split.names([p for p, _, _ in rows]), strict=True):
+        flat += [player, split.points(score), rank, name]
+    return flat
+
+
 def board_top_cached(*, view: BoardView, n: int) -> Cached:
     """The top n of a live board, as a version-keyed cached answer."""
+    split = _split(view)
 
     def load(held: Cached | None) -> Cached:
-        version, entries = top_parse(view, _run(TOP_SCRIPT, top_call(view, n, held.version if held else "")))
+        if split is not None:
+            reply = _split_top(view, split, n, held)
+        else:
+            reply = _run(TOP_SCRIPT, top_call(view, n, held.version if held else ""))
+        version, entries = top_parse(view, reply)
         if entries is None and held is not None:
             return held
         return Cached(version=version, value=entries or [])
@@ -398,7 +437,9 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[Entry]:
     if view.frozen:
         return _frozen_entries(view, view.standings().order_by("position")[:n])
     if not cached:
-        _, entries = top_parse(view, _run(TOP_SCRIPT, top_call(view, n, "")))
+        split = _split(view)
+        reply = _split_top(view, split, n, None) if split else _run(TOP_SCRIPT, top_call(view, n, ""))
+        _, entries = top_parse(view, reply)
         return entries or []
     value: list[Entry] = board_top_cached(view=view, n=n).value
     return value
@@ -407,12 +448,20 @@ def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[Entry]:
 def board_player(*, view: BoardView, player_id: str) -> Standing | None:
     if view.frozen:
         return _frozen_standing(view, player_id)
+    split = _split(view)
+    if split is not None:
+        reply = split.standing(player_id, exact_ranks=EXACT_RANKS, buckets=DISTRIBUTION_BUCKETS) or []
+        return player_parse(view, player_id, reply)
     return player_parse(view, player_id, _run(PLAYER_SCRIPT, player_call(view, player_id)))
 
 
 def board_around(*, view: BoardView, player_id: str, r: int) -> list[Entry] | None:
     if view.frozen:
         return _frozen_around(view, player_id, r)
+    split = _split(view)
+    if split is not None:
+        found = split.around(player_id, r)
+        return None if found is None else _entries(_split_entries(split, found[1]), view)
     return around_parse(view, _run(AROUND_SCRIPT, around_call(view, player_id, r)))
 
 
@@ -421,6 +470,11 @@ def board_friends(*, view: BoardView, player_id: str) -> list[Entry]:
     (`rank`, by the tie rule) and on the whole board (`board_rank`). One script."""
     if view.frozen:
         return _frozen_friends(view, player_id)
+    split = _split(view)
+    if split is not None:
+        friends = sorted(str(f) for f in client().smembers(keys.friends_key(view.game.slug, player_id)))
+        members = [player_id, *friends[:MAX_FRIENDS]]
+        return friends_parse(view, _split_entries(split, split.friends(members)))
     return friends_parse(view, _run(FRIENDS_SCRIPT, friends_call(view, player_id)))
 
 
@@ -430,11 +484,19 @@ def board_distribution(*, view: BoardView) -> dict[str, Any]:
     version."""
     if view.frozen:
         return _distribution_frozen(view)
+    split = _split(view)
 
     def load(held: Cached | None) -> Cached:
-        version, value = distribution_parse(
-            view, _run(DISTRIBUTION_SCRIPT, distribution_call(view, held.version if held else ""))
-        )
+        if split is not None:
+            reply: list[Any] = [split.version()]
+            if held is None or held.version != reply[0]:
+                total, buckets = split.distribution(DISTRIBUTION_BUCKETS)
+                reply.append(total)
+                for bucket in buckets:
+                    reply += list(bucket)
+        else:
+            reply = _run(DISTRIBUTION_SCRIPT, distribution_call(view, held.version if held else ""))
+        version, value = distribution_parse(view, reply)
         if value is None and held is not None:
             return held
         return Cached(version=version, value=value or {"buckets": [], "total": 0})
@@ -445,6 +507,9 @@ def board_distribution(*, view: BoardView) -> dict[str, Any]:
 
 def board_ranks(*, view: BoardView, members: list[tuple[str, int]]) -> list[int]:
     """Each (player, encoded score)'s rank on the whole live board as if the player were on it."""
+    split = _split(view)
+    if split is not None:
+        return split.ranks(members)
     codec = view.codec
     rule = view.game.tie_rule
     key = view.ref.key

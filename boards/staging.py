@@ -24,7 +24,7 @@ from seasons.models import Game
 
 from . import keys
 from .codec import ScoreCodec
-from .keys import BoardRef
+from .keys import BoardRef, shard_of
 from .kinds import KINDS
 from .models import Friendship, Player
 from .tally import BoardEntry, BoardScores, moment_of
@@ -74,14 +74,21 @@ class BoardStager:
     thread ends with the block)."""
 
     def __init__(
-        self, *, game: str, dense: bool, codecs: Mapping[int, ScoreCodec], progress: Progress | None = None
+        self,
+        *,
+        game: str,
+        dense: bool,
+        codecs: Mapping[int, ScoreCodec],
+        shards: Mapping[int, int] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         self.game = game
         self.dense = dense
         self.codecs = codecs
+        self.shards = {sid: n for sid, n in (shards or {}).items() if n > 1}  # seasons whose boards are split
         self.progress = progress
         self.members = 0
-        self._boards: dict[tuple[str, int, str, str], _Staging] = {}
+        self._boards: dict[tuple[str, int, str, str, int], _Staging] = {}
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-stager")
         self._sent: Future[list[Any]] | None = None
         self._pipe = client().pipeline(transaction=False)
@@ -98,10 +105,12 @@ class BoardStager:
     def write(self, rows: Iterable[BoardEntry]) -> None:
         boards = self._boards
         dense = self.dense
+        split = self.shards
         for kind, season_id, region, period, player, score, last_us in rows:
-            board = boards.get((kind, season_id, region, period))
+            shard = shard_of(player, split[season_id]) if split and season_id in split else -1
+            board = boards.get((kind, season_id, region, period, shard))
             if board is None:
-                board = self._open(kind, season_id, region, period)
+                board = self._open(kind, season_id, region, period, shard)
             members = board.members
             members.append(score)
             members.append(player)
@@ -119,10 +128,10 @@ class BoardStager:
             if len(members) >= 2 * WRITE_CHUNK:
                 self._flush(board)
 
-    def _open(self, kind: str, season_id: int, region: str, period: str) -> _Staging:
-        ref = BoardRef(self.game, season_id, kind, region, period)
+    def _open(self, kind: str, season_id: int, region: str, period: str, shard: int) -> _Staging:
+        ref = BoardRef(self.game, season_id, kind, region, period, None if shard < 0 else shard)
         board = _Staging(ref=ref, key=ref.key + keys.REBUILD_SUFFIX, time_bits=self.codecs[season_id].time_bits)
-        self._boards[(kind, season_id, region, period)] = board
+        self._boards[(kind, season_id, region, period, shard)] = board
         self._pipe.delete(board.key, keys.distinct_key(board.key))  # a leftover of an earlier run
         return board
 

@@ -14,7 +14,7 @@ The caller (scoring) owns the ledger and its `applied_at`; this module knows onl
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -91,21 +91,28 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
     if not events:
         return report
     meta = _season_meta({e.season_id for e in events})
-    groups: dict[tuple[int, date, str | None, tuple[str, ...]], list[EventRow]] = defaultdict(list)
+    # One group per set of boards; with board shards, per shard too (one script's keys share a
+    # Redis Cluster slot: boards/keys.py).
+    groups: dict[tuple[int, date, str | None, tuple[str, ...], int | None], list[EventRow]] = defaultdict(list)
     for e in events:
-        groups[(e.season_id, e.day, e.region, e.extra_boards)].append(e)
+        shards = meta[e.season_id][0].board_shards
+        shard = keys.shard_of(e.player_id, shards) if shards > 1 else None
+        groups[(e.season_id, e.day, e.region, e.extra_boards, shard)].append(e)
 
     redis = client()
     script = lua_script(APPLY_SCRIPT)
     pipe = redis.pipeline(transaction=False)
     calls: list[tuple[list[EventRow], list[str]]] = []
-    for (season_id, day, region, extra), rows in groups.items():
+    for (season_id, day, region, extra, shard), rows in groups.items():
         season, game = meta[season_id]
         codec = ScoreCodec(season.time_bits)
         dense = game.tie_rule == TieRule.DENSE
         sums, bests = boards_for(game=game.slug, season_id=season_id, day=day, region=region, extra=extra)
         if game.ascending:  # lower is better: every board keeps the best (lowest) value of its window
             sums, bests = [], sums + bests
+        if shard is not None:
+            sums = [replace(b, shard=shard) for b in sums]
+            bests = [replace(b, shard=shard) for b in bests]
         boards = sums + bests
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
@@ -132,7 +139,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
                     keys.dedup_tag(e.id, e.accepted_at),
                 ]
             script(keys=script_keys, args=args, client=pipe)
-            calls.append((part, [b.key for b in boards]))
+            calls.append((part, [b.whole.key for b in boards]))  # the live publisher pushes whole boards
     changed: set[str] = set()
     for (part, board_keys), reply in zip(calls, pipe.execute(), strict=True):
         if reply[0] == "paused":

@@ -47,11 +47,12 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
         included = [(e[5], e[7]) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
         keys: dict[int, set[str]] = {}
         for season_id, day, region, *_, extra, _accepted_at in events:
+            shards = seasons[season_id].board_shards
             for reg in {region, *extra_regions}:
                 sums, bests = boards_for(
                     game=game.slug, season_id=season_id, day=_as_date(day), region=reg, extra=tuple(extra or ())
                 )
-                keys.setdefault(season_id, set()).update(b.key for b in sums + bests)
+                keys.setdefault(season_id, set()).update(b.for_player(player_id, shards).key for b in sums + bests)
         for board in expected.values():
             keys.setdefault(board.ref.season_id, set()).add(board.ref.key)
         changed = 0
@@ -102,15 +103,16 @@ def player_boards_rewrite(
                 applied_at__isnull=True,
             ).values_list("id", "season_id", "day", "region", "extra_boards", "accepted_at")
         )
+        seasons = seasons_by_id(season_ids=by_season)
         for _, season_id, day, region, extra, _accepted_at in included:
             sums, bests = boards_for(
                 game=game.slug, season_id=season_id, day=_as_date(day), region=region, extra=tuple(extra or ())
             )
-            by_season[season_id].update(b.key for b in sums + bests)
+            shards = seasons[season_id].board_shards
+            by_season[season_id].update(b.for_player(player_id, shards).key for b in sums + bests)
         expected: dict[str, BoardScores] = {}
         for season_id in by_season:
             expected.update(ledger_boards(game=game, player_ids=[player_id], season_id=season_id))
-        seasons = seasons_by_id(season_ids=by_season)
         now = timezone.now()
         for season_id, season_keys in by_season.items():
             writes = []

@@ -127,7 +127,8 @@ def _rebuild(
 
     # Phase 1: everything, while the boards keep updating. The dense rule's companions are written
     # from each board's points in display order, so only then is the ledger asked to sort.
-    with BoardStager(game=game.slug, dense=dense, codecs=codecs, progress=written) as stager:
+    shards = {s.id: s.board_shards for s in seasons}
+    with BoardStager(game=game.slug, dense=dense, codecs=codecs, shards=shards, progress=written) as stager:
         for season_id in codecs:  # a season at a time: the ledger reads it in player order
             extras = ledger_has_extra_boards(game=game, season_id=season_id)
             for kind in chosen:

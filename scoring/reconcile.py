@@ -41,7 +41,7 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from boards.epoch import epoch_get
-from boards.keys import GLOBAL, BoardRef, is_board_key, pause_key, rebuild_lock_key, season_pattern
+from boards.keys import GLOBAL, BoardRef, is_board_key, pause_key, rebuild_lock_key, season_pattern, shard_of
 from boards.kinds import ALL, BEST, KINDS
 from boards.models import Player
 from boards.tally import BoardScores, moment_of
@@ -201,16 +201,19 @@ def _scan_full(*, game: Game, seasons: Sequence[Season], now: datetime, scan: _S
             known: dict[str, set[str]] = defaultdict(set)  # the ledger's members of each board
             last: dict[str, int] = {}
             found: list[tuple[str, str, int | None, int | None]] = []
-            refs: dict[tuple[str, int, str, str], str] = {}
+            refs: dict[tuple[str, int, str, str, int], str] = {}
             with ledger_entries(game=game, kinds=[kind], season_id=season.id, live_at=now, extras=extras) as chunks:
                 for rows in chunks:
                     by_key: dict[str, list[tuple[str, int]]] = defaultdict(list)
                     for board, season_id, region, period, player, score, last_us in rows:
-                        key = refs.get((board, season_id, region, period))
+                        shard = shard_of(player, season.board_shards)
+                        key = refs.get((board, season_id, region, period, shard))
                         if key is None:
-                            key = refs[(board, season_id, region, period)] = BoardRef(
-                                game.slug, season_id, board, region, period
-                            ).key
+                            key = refs[(board, season_id, region, period, shard)] = (
+                                BoardRef(game.slug, season_id, board, region, period)
+                                .for_player(player, season.board_shards)
+                                .key
+                            )
                         by_key[key].append((player, score))
                         if last_us > last.get(key, 0):
                             last[key] = last_us
@@ -268,9 +271,10 @@ def _scan_sample(
     pipe = redis.pipeline(transaction=False)
     for season in seasons:
         for kind in (ALL, BEST):
-            key = BoardRef(game.slug, season.id, kind.name, GLOBAL).key
-            drawn.add(key)
-            pipe.zrandmember(key, max(1, size // 2))
+            shards = BoardRef(game.slug, season.id, kind.name, GLOBAL).shards(season.board_shards)
+            for ref in shards:
+                drawn.add(ref.key)
+                pipe.zrandmember(ref.key, max(1, size // 2 // len(shards)))
     for members in pipe.execute():
         players.update(str(m) for m in members or [])
     report.players = len(players)

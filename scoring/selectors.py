@@ -33,7 +33,7 @@ from boards.selectors import BoardView, board_ranks, frozen_own_rank, hidden_pla
 from boards.tally import BoardEntry, BoardScores, moment_of
 from common.redis import client
 from seasons.models import Game, Season
-from seasons.selectors import seasons_of
+from seasons.selectors import season_shards, seasons_of
 
 from .models import EventStatus, ScoreEvent
 
@@ -345,6 +345,7 @@ def ledger_boards(
     scores (`ledger_entries` says what the filters do). For a few players or a small game: a
     season-sized job streams `ledger_entries` instead."""
     boards: dict[str, BoardScores] = {}
+    shards = season_shards(game=game)  # before the stream: its connection is busy until it ends
     with ledger_entries(
         game=game,
         kinds=list(KINDS.values()) if kinds is None else kinds,
@@ -355,7 +356,7 @@ def ledger_boards(
     ) as chunks:
         for rows in chunks:
             for kind, sid, region, period, player, score, last in rows:
-                ref = BoardRef(game.slug, sid, kind, region, period)
+                ref = BoardRef(game.slug, sid, kind, region, period).for_player(player, shards[sid])
                 board = boards.get(ref.key)
                 if board is None:
                     board = boards[ref.key] = BoardScores(ref=ref, scores={}, last_write=moment_of(last))
@@ -418,7 +419,7 @@ def player_own_rank(*, view: BoardView, player_id: str) -> OwnRank | None:
     else:
         board = ledger_boards(
             game=view.game, player_ids=[player_id], season_id=view.season.id, include_hidden=True
-        ).get(view.ref.key)
+        ).get(view.ref.for_player(player_id, view.season.board_shards).key)
         if board is None or player_id not in board.scores:
             return None
         score = board.scores[player_id]

@@ -41,8 +41,8 @@ class SeasonForm(forms.ModelForm):
 class SeasonInline(admin.TabularInline):
     model = Season
     extra = 0
-    fields = ("name", "starts_at", "ends_at", "grace_s", "frozen_at", "archived_at")
-    readonly_fields = ("name", "starts_at", "ends_at", "grace_s", "frozen_at", "archived_at")
+    fields = ("name", "starts_at", "ends_at", "grace_s", "board_shards", "frozen_at", "archived_at")
+    readonly_fields = ("name", "starts_at", "ends_at", "grace_s", "board_shards", "frozen_at", "archived_at")
     show_change_link = True
     can_delete = False
 
@@ -59,6 +59,7 @@ class GameForm(forms.ModelForm):
             "tie_rule",
             "ascending",
             "max_points_per_match",
+            "board_shards",
             "season_schedule_days",
             "season_schedule_cron",
         )
@@ -76,7 +77,15 @@ class GameForm(forms.ModelForm):
 @admin.register(Game)
 class GameAdmin(admin.ModelAdmin):
     form = GameForm
-    list_display = ("slug", "name", "tie_rule", "max_points_per_match", "season_schedule_days", "created_at")
+    list_display = (
+        "slug",
+        "name",
+        "tie_rule",
+        "max_points_per_match",
+        "board_shards",
+        "season_schedule_days",
+        "created_at",
+    )
     search_fields = ("slug", "name")
     inlines = [SeasonInline]
     actions = ["end_current_season"]
@@ -103,9 +112,10 @@ class GameAdmin(admin.ModelAdmin):
 @admin.register(Season)
 class SeasonAdmin(admin.ModelAdmin):
     form = SeasonForm
-    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "status")
+    list_display = ("game", "name", "starts_at", "ends_at", "grace_s", "board_shards", "status")
     list_filter = ("game",)
-    readonly_fields = ("time_bits", "frozen_at", "archived_at", "created_at")
+    # board_shards is the game's when the season is created: fixed, so no live board is resharded.
+    readonly_fields = ("time_bits", "board_shards", "frozen_at", "archived_at", "created_at")
 
     @admin.display(description="status")
     def status(self, obj: Season) -> str:
@@ -115,6 +125,7 @@ class SeasonAdmin(admin.ModelAdmin):
         if not change:  # the reach-time bits are sized once, for the window plus grace
             window_s = int((obj.ends_at - obj.starts_at).total_seconds()) + obj.grace_s
             obj.time_bits = time_bits_for_window(window_s)
+            obj.board_shards = obj.game.board_shards
             obj.starts_at = obj.starts_at.replace(microsecond=0)
         super().save_model(request, obj, form, change)
         catalog_publish_on_commit(slug=obj.game.slug)

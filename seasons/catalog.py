@@ -69,6 +69,7 @@ def catalog_document(*, slug: str) -> dict[str, Any] | None:
             "max_points_per_match": game.max_points_per_match,
             "ascending": game.ascending,
             "dimensions": list(game.dimensions or []),
+            "board_shards": game.board_shards,
         },
         "seasons": [
             {
@@ -78,6 +79,7 @@ def catalog_document(*, slug: str) -> dict[str, Any] | None:
                 "ends_at": _time(s.ends_at),
                 "grace_s": s.grace_s,
                 "time_bits": s.time_bits,
+                "board_shards": s.board_shards,
                 "frozen_at": _time(s.frozen_at),
                 "archived_at": _time(s.archived_at),
             }
@@ -98,6 +100,7 @@ def catalog_parse(*, version: str, document: dict[str, Any]) -> Catalog:
         max_points_per_match=g["max_points_per_match"],
         ascending=g["ascending"],
         dimensions=g["dimensions"],
+        board_shards=g.get("board_shards", 1),
     )
     seasons = []
     for s in document["seasons"]:
@@ -108,6 +111,7 @@ def catalog_parse(*, version: str, document: dict[str, Any]) -> Catalog:
             ends_at=datetime.fromisoformat(s["ends_at"]),
             grace_s=s["grace_s"],
             time_bits=s["time_bits"],
+            board_shards=s.get("board_shards", 1),
             frozen_at=_parse_time(s["frozen_at"]),
             archived_at=_parse_time(s["archived_at"]),
         )

@@ -2,9 +2,10 @@
 
 from datetime import datetime, timedelta
 
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+MAX_BOARD_SHARDS = 64
 GAME_SLUG_VALIDATOR = RegexValidator(r"^[a-z0-9-]{1,40}$", "A game slug is 1-40 of [a-z0-9-].")
 
 
@@ -42,6 +43,12 @@ class Game(models.Model):
         default="",
         help_text="Or a cron expression (UTC) of season boundaries; '0 0 * * 1': weekly seasons from Monday 00:00.",
     )
+    board_shards = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_BOARD_SHARDS)],
+        help_text="Split every board of the game by player across this many sorted sets (1: one per board). "
+        "A change applies from the next season: a live board is never resharded.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -64,6 +71,8 @@ class Season(models.Model):
 
     `time_bits` is fixed at creation: the low bits of every board score of this season hold the
     inverted "reached at" second, sized so the whole window plus grace fits (boards/codec.py).
+    `board_shards` too, copied from the game: how many sorted sets each of the season's boards is
+    split into by player (boards/keys.py), never changed while the season's boards live.
     """
 
     game = models.ForeignKey(Game, on_delete=models.PROTECT, related_name="seasons")
@@ -72,6 +81,9 @@ class Season(models.Model):
     ends_at = models.DateTimeField()
     grace_s = models.PositiveIntegerField(default=3600)
     time_bits = models.PositiveSmallIntegerField()
+    board_shards = models.PositiveSmallIntegerField(
+        default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_BOARD_SHARDS)]
+    )
     frozen_at = models.DateTimeField(null=True, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -38,6 +38,11 @@ def seasons_by_id(*, season_ids: Iterable[int]) -> dict[int, Season]:
     return {s.id: s for s in Season.objects.filter(id__in=list(season_ids)).select_related("game")}
 
 
+def season_shards(*, game: Game) -> dict[int, int]:
+    """How many ways each season of the game splits its boards (Season.board_shards), by id."""
+    return dict(Season.objects.filter(game=game).values_list("id", "board_shards"))
+
+
 def season_lock(*, season_id: int) -> Season:
     """The season with its game, its row locked until the transaction ends (one freezer at a time)."""
     return Season.objects.select_for_update().select_related("game").get(pk=season_id)

@@ -45,6 +45,7 @@ def season_create(
         ends_at=ends_at,
         grace_s=grace_s,
         time_bits=time_bits_for_window(window_s),
+        board_shards=game.board_shards,
     )
     catalog_publish(slug=game.slug)
     return season
@@ -59,15 +60,22 @@ def game_create(
     ascending: bool = False,
     season_start: datetime,
     season_days: float = DEFAULT_SEASON_DAYS,
+    board_shards: int = 1,
 ) -> tuple[Game, Season]:
-    """Create a game and its first season, open from `season_start` for `season_days` days."""
+    """Create a game and its first season, open from `season_start` for `season_days` days, its
+    boards split by player across `board_shards` sorted sets."""
     if tie_rule not in TieRule.values:
         raise ValueError(f"tie rule must be one of {', '.join(TieRule.values)}")
     if max_points_per_match < 0:
         raise ValueError("max points per match must be >= 0")
     with transaction.atomic():
         game = Game(
-            slug=slug, name=name, tie_rule=tie_rule, max_points_per_match=max_points_per_match, ascending=ascending
+            slug=slug,
+            name=name,
+            tie_rule=tie_rule,
+            max_points_per_match=max_points_per_match,
+            ascending=ascending,
+            board_shards=board_shards,
         )
         game.full_clean()
         game.save()

@@ -16,6 +16,7 @@ def make_game(
     days: float = 90,
     max_points: int = 10_000,
     ascending: bool = False,
+    board_shards: int = 1,
 ) -> Game:
     """A game whose first season started a day ago (or at `start`) and lasts `days`."""
     game, _ = game_create(
@@ -26,5 +27,6 @@ def make_game(
         ascending=ascending,
         season_start=start or timezone.now() - timedelta(days=1),
         season_days=days,
+        board_shards=board_shards,
     )
     return game

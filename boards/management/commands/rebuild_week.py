@@ -32,5 +32,9 @@ class Command(BaseCommand):
             season = season_current(game=game, now=timezone.now(), seasons=seasons)
         if season is None:
             raise CommandError("no such season")
+        if season.board_shards > 1:
+            # Its day boards are split by player: `rebuild_boards --board weekly` re-derives the
+            # week from the ledger instead.
+            raise CommandError("this season's boards are split by player: use rebuild_boards --board weekly")
         report = week_rebuild(season=season, week=options["week"], swap=not options["check"])
         self.stdout.write(json.dumps(report.__dict__))

@@ -5,7 +5,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from common.formats import parse_time
-from seasons.models import TieRule
+from seasons.models import MAX_BOARD_SHARDS, TieRule
 from seasons.services import DEFAULT_SEASON_DAYS, game_create
 
 
@@ -20,6 +20,13 @@ class Command(BaseCommand):
         parser.add_argument("--season-start", default=None, help="ISO 8601 (default now; a past start is allowed)")
         parser.add_argument("--season-days", type=float, default=DEFAULT_SEASON_DAYS)
         parser.add_argument("--ascending", action="store_true", help="lower values win (times, strokes)")
+        parser.add_argument(
+            "--board-shards",
+            type=int,
+            default=1,
+            help=f"split every board by player across N sorted sets (1-{MAX_BOARD_SHARDS}; default 1; "
+            "a later change applies from the next season)",
+        )
 
     def handle(self, *args, **options):
         # "Now", to the minute: a result a match server timed a few seconds before the game was
@@ -41,6 +48,7 @@ class Command(BaseCommand):
                 ascending=options["ascending"],
                 season_start=start,
                 season_days=options["season_days"],
+                board_shards=options["board_shards"],
             )
         except IntegrityError as exc:
             raise CommandError(f"game {options['slug']!r} already exists") from exc

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Boards split by player (issue 12): what a read costs at S = 1, 3 and 6 shards on one Redis.
+
+    DATABASE_URL=... .venv/bin/python bench/shards.py [--players 100000] [--reads 3000] [--shards 1,3,6]
+
+For each S: a game with board_shards = S, its `all` board filled with --players players straight
+into Redis (ZADD to the shard each player hashes to; scores with ties, as the encoded scores of
+the service), then --reads reads of each kind through the read path the web uses for that
+layout (boards/selectors.py: one Lua script at S = 1, the scatter-gather of boards/sharded.py
+above), one at a time from this process: rank (a player's standing), top (n=100, uncached),
+around (r=5). Prints per kind reads/s and p50/p99 in ms, and the board's bytes per member
+(MEMORY USAGE of every shard, over the members). The Redis is the one REDIS_URL names; the games
+stay in the database (bench-shards-*), their boards are removed from Redis afterwards.
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django
+
+django.setup()
+
+from django.utils import timezone  # noqa: E402
+
+from boards import keys  # noqa: E402
+from boards.selectors import BoardView, board_around, board_player, board_top, board_view  # noqa: E402
+from common.redis import client  # noqa: E402
+from seasons.models import Game, Season  # noqa: E402
+from seasons.services import game_create  # noqa: E402
+
+
+def seed(game: Game, season: Season, players: int, rng: random.Random) -> None:
+    redis = client()
+    whole = keys.BoardRef(game.slug, season.id, "all")
+    span = 2**season.time_bits
+    pipe = redis.pipeline(transaction=False)
+    names: dict[str, str] = {}
+    for i in range(players):
+        player = f"p{i:07d}"
+        points = int(rng.paretovariate(1.2) * 10) if rng.random() < 0.9 else rng.randint(0, 50)
+        reached = rng.randint(0, 3600 * 24 * 30) if rng.random() < 0.8 else 3600
+        pipe.zadd(whole.for_player(player, season.board_shards).key, {player: points * span + (span - 1 - reached)})
+        names[player] = f"Player {i}"
+        if len(names) >= 5000:
+            pipe.hset(keys.names_key(game.slug), mapping=names)  # type: ignore[arg-type]
+            names = {}
+            pipe.execute()
+    if names:
+        pipe.hset(keys.names_key(game.slug), mapping=names)  # type: ignore[arg-type]
+    pipe.execute()
+
+
+def timed(fn, count: int) -> tuple[float, float, float]:
+    latencies = []
+    started = time.perf_counter()
+    for _ in range(count):
+        t = time.perf_counter()
+        fn()
+        latencies.append(time.perf_counter() - t)
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return count / elapsed, statistics.median(latencies) * 1000, latencies[int(len(latencies) * 0.99)] * 1000
+
+
+def measure(view: BoardView, players: int, reads: int) -> str:
+    pick = random.Random(2)
+
+    def one_player() -> str:
+        return f"p{pick.randrange(players):07d}"
+
+    figures = {
+        "rank": timed(lambda: board_player(view=view, player_id=one_player()), reads),
+        "top": timed(lambda: board_top(view=view, n=100, cached=False), reads // 3),
+        "around": timed(lambda: board_around(view=view, player_id=one_player(), r=5), reads),
+    }
+    return ", ".join(f"{k} {rps:.0f}/s p50 {p50:.2f} ms p99 {p99:.2f} ms" for k, (rps, p50, p99) in figures.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--players", type=int, default=100_000)
+    parser.add_argument("--reads", type=int, default=3000)
+    parser.add_argument("--shards", default="1,3,6")
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; {args.players} players", file=sys.stderr)
+    redis = client()
+    for shards in [int(s) for s in args.shards.split(",")]:
+        rng = random.Random(1)
+        slug = f"bench-shards-{shards}-{time.time_ns() % 16**8:08x}"
+        game, season = game_create(
+            slug=slug, name=slug, season_start=timezone.now().replace(microsecond=0), board_shards=shards
+        )
+        try:
+            seed(game, season, args.players, rng)
+            whole = keys.BoardRef(game.slug, season.id, "all")
+            memory = sum(int(redis.memory_usage(ref.key) or 0) for ref in whole.shards(shards))
+            view = board_view(slug=slug, board="all", region=None, season=None, period=None, now=timezone.now())
+            parts = measure(view, args.players, args.reads)
+            print(f"S={shards}: {parts}, {memory / args.players:.1f} B/member")
+        finally:
+            for ref in keys.BoardRef(game.slug, season.id, "all").shards(shards):
+                redis.unlink(ref.key, ref.version_key, ref.distinct_key)
+            redis.unlink(keys.names_key(slug))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""Reads of a board split by player across S sorted sets (a season with board_shards > 1).
+
+Every answer equals the one a single sorted set would give (the equivalence test in
+tests/test_sharded_boards.py holds them to it):
+- top n: each shard's top n in display order, merged; ranks follow from the merged list (every
+  entry above an entry of the top n is in it);
+- a player's rank: 1 + the sum of each shard's count of entries above (by points for the
+  competition rule, by score and id for `first`); the dense rule counts the distinct points above
+  across the shards' companions (a union, not a sum);
+- around: the player's position from those counts, then each shard's entries nearest to it,
+  merged; the window slides at the edges as on one set;
+- friends: the members' scores from their shards, board ranks as above;
+- distribution: the equi-depth histogram's bounds found by bisection on points (each step one
+  pipeline of ZCOUNTs), so the buckets are those of the whole board; a percentile below the exact
+  ranks adds up each shard's histogram bucket (`below` and `own`: the error bound).
+
+Each read is one pipelined round trip per step (two or three steps), and the shards' keys carry a
+Redis Cluster hash tag (boards/keys.py), so the same calls spread over a cluster's nodes. The Lua
+(shard_*.lua) is one shard's part of each read.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from common.redis import client, lua_path, lua_script
+
+from . import keys
+from .keys import BoardRef
+
+SLICE_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_slice.lua")
+COUNTS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_counts.lua")
+NEAR_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_near.lua")
+
+Scored = tuple[str, int]  # (player id, encoded score)
+
+
+def _sort(entries: list[Scored]) -> list[Scored]:
+    """Display order: score descending, then player id ascending (player ids are ASCII: Python's
+    order is Redis's byte order)."""
+    return sorted(entries, key=lambda e: (-e[1], e[0]))
+
+
+class ShardedBoard:
+    """One board of a split season: its shards' keys and the calls that read them."""
+
+    def __init__(self, *, ref: BoardRef, shards: int, span: int, rule: str, names_key: str) -> None:
+        self.ref = ref.whole
+        self.parts = self.ref.shards(shards)
+        self.shards = shards
+        self.span = span
+        self.rule = rule
+        self.names_key = names_key
+
+    def points(self, score: int) -> int:
+        return score // self.span
+
+    def shard_key(self, player_id: str) -> str:
+        return self.ref.for_player(player_id, self.shards).key
+
+    # ------------------------------------------------------------------ versions (cached answers)
+    def version(self, *, names_version_key: str | None = None) -> str:
+        """The board's version: every shard's, then the game's names version when given."""
+        pipe = client().pipeline(transaction=False)
+        self.version_queue(pipe, names_version_key)
+        return self.version_of(pipe.execute())
+
+    def version_queue(self, pipe: Any, names_version_key: str | None) -> None:
+        for part in self.parts:
+            pipe.get(part.version_key)
+        if names_version_key is not None:
+            pipe.get(names_version_key)
+
+    @staticmethod
+    def version_of(replies: Sequence[Any]) -> str:
+        return ".".join(str(v or "0") for v in replies)
+
+    # ------------------------------------------------------------------ top
+    def top(self, n: int) -> tuple[int, list[tuple[str, int, int]]]:
+        """(total, [(player, encoded score, rank)]) of the first n in display order."""
+        script = lua_script(SLICE_SCRIPT)
+        pipe = client().pipeline(transaction=False)
+        for part in self.parts:
+            script(keys=[part.key], args=[n], client=pipe)
+        total = 0
+        merged: list[Scored] = []
+        for reply in pipe.execute():
+            total += int(reply[0])
+            merged += [(str(reply[i]), int(reply[i + 1])) for i in range(1, len(reply), 2)]
+        ordered = _sort(merged)[:n]
+        return total, [(p, s, r) for (p, s), r in zip(ordered, self._ranks_in_order(ordered, 0, None), strict=True)]
+
+    def _ranks_in_order(self, ordered: list[Scored], first_position: int, first_rank: int | None) -> list[int]:
+        """Ranks of consecutive entries of the display order starting at `first_position`, given
+        the rank of the first (None: it is the board's first entry, rank 1)."""
+        ranks: list[int] = []
+        previous: int | None = None
+        for i, (_, score) in enumerate(ordered):
+            p = self.points(score)
+            if self.rule == "first":
+                ranks.append(first_position + i + 1)
+            elif i == 0:
+                ranks.append(first_rank if first_rank is not None else 1)
+            elif p == previous:
+                ranks.append(ranks[-1])
+            elif self.rule == "dense":
+                ranks.append(ranks[-1] + 1)
+            else:
+                ranks.append(first_position + i + 1)
+            previous = p
+        return ranks
+
+    # ------------------------------------------------------------------ counts
+    def score_of(self, player_id: str) -> int | None:
+        found = client().zscore(self.shard_key(player_id), player_id)
+        return None if found is None else int(found)
+
+    def counts(self, members: Sequence[Scored], buckets: int = 0) -> list[list[list[int]]]:
+        """For each (player, score): each shard's {members, more points, higher score, same score
+        and an id before, fewer points, histogram below, own} (shard_counts.lua)."""
+        script = lua_script(COUNTS_SCRIPT)
+        pipe = client().pipeline(transaction=False)
+        for player, score in members:
+            for part in self.parts:
+                script(keys=[part.key], args=[score, player, self.span, buckets], client=pipe)
+        replies = [[int(x) for x in reply] for reply in pipe.execute()]
+        s = self.shards
+        return [replies[i * s : (i + 1) * s] for i in range(len(members))]
+
+    def dense_above(self, points: Sequence[int]) -> dict[int, int]:
+        """For each points value, how many distinct points values the board holds above it: the
+        union of the shards' companions above it (values held on several shards count once)."""
+        wanted = sorted(set(points))
+        if not wanted:
+            return {}
+        pipe = client().pipeline(transaction=False)
+        for part in self.parts:
+            pipe.zrangebyscore(part.distinct_key, f"({wanted[0]}", "+inf", withscores=True)
+        values: set[int] = set()
+        for reply in pipe.execute():
+            values.update(int(score) for _, score in reply)
+        ordered = sorted(values)
+        found: dict[int, int] = {}
+        for p in wanted:
+            found[p] = sum(1 for v in ordered if v > p)
+        return found
+
+    def ranks(self, members: Sequence[Scored]) -> list[int]:
+        """Each (player, score)'s rank on the whole board as if the player were on it."""
+        if not members:
+            return []
+        if self.rule == "dense":
+            above = self.dense_above([self.points(s) for _, s in members])
+            return [1 + above[self.points(s)] for _, s in members]
+        counts = self.counts(members)
+        if self.rule == "first":
+            return [1 + sum(c[2] + c[3] for c in shard_counts) for shard_counts in counts]
+        return [1 + sum(c[1] for c in shard_counts) for shard_counts in counts]
+
+    # ------------------------------------------------------------------ one player
+    def standing(self, player_id: str, *, exact_ranks: int, buckets: int) -> list[Any] | None:
+        """What player.lua answers for one set: [points, rank, total, lower, name, below, own]."""
+        score = self.score_of(player_id)
+        if score is None:
+            return None
+        [counts] = self.counts([(player_id, score)], buckets=buckets)
+        total = sum(c[0] for c in counts)
+        if self.rule == "dense":
+            [rank] = self.ranks([(player_id, score)])
+        elif self.rule == "first":
+            rank = 1 + sum(c[2] + c[3] for c in counts)
+        else:
+            rank = 1 + sum(c[1] for c in counts)
+        lower = sum(c[4] for c in counts)
+        below, own = -1, -1
+        if rank > exact_ranks and all(c[5] >= 0 for c in counts if c[0] > 0):
+            below = sum(c[5] for c in counts if c[0] > 0)
+            own = sum(c[6] for c in counts if c[0] > 0)
+        name = client().hget(self.names_key, player_id)
+        return [self.points(score), rank, total, lower, name, below, own]
+
+    def around(self, player_id: str, r: int) -> tuple[int, list[tuple[str, int, int]]] | None:
+        """(total, [(player, score, rank)]) of the 2r+1 entries around a player; the window slides
+        at either end instead of shrinking. None when the player is not on the board."""
+        score = self.score_of(player_id)
+        if score is None:
+            return None
+        width = 2 * r + 1
+        counts_script, near_script = lua_script(COUNTS_SCRIPT), lua_script(NEAR_SCRIPT)
+        pipe = client().pipeline(transaction=False)
+        for part in self.parts:
+            counts_script(keys=[part.key], args=[score, player_id, self.span, 0], client=pipe)
+        for part in self.parts:
+            near_script(keys=[part.key], args=[score, player_id, width], client=pipe)
+        replies = pipe.execute()
+        counts = [[int(x) for x in reply] for reply in replies[: self.shards]]
+        total = sum(c[0] for c in counts)
+        position = sum(c[2] + c[3] for c in counts)  # 0-based, in display order
+        candidates: list[Scored] = [(player_id, score)]
+        for reply in replies[self.shards :]:
+            candidates += [(str(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
+        ordered = _sort(candidates)
+        mine = ordered.index((player_id, score))
+        start = position - r
+        if start + width > total:
+            start = total - width
+        start = max(start, 0)
+        window = [e for j, e in enumerate(ordered) if start <= position + j - mine < start + width]
+        first_rank = None
+        if window and self.rule != "first":
+            [first_rank] = self.ranks([window[0]])
+        ranks = self._ranks_in_order(window, start, first_rank)
+        return total, [(p, s, rank) for (p, s), rank in zip(window, ranks, strict=True)]
+
+    def friends(self, members: Sequence[str]) -> list[tuple[str, int, int]]:
+        """[(player, score, board rank)] of those of `members` on the board, in display order."""
+        pipe = client().pipeline(transaction=False)
+        for m in members:
+            pipe.zscore(self.shard_key(m), m)
+        found = _sort([(m, int(s)) for m, s in zip(members, pipe.execute(), strict=True) if s is not None])
+        return [(p, s, rank) for (p, s), rank in zip(found, self.ranks(found), strict=True)]
+
+    def names(self, players: Sequence[str]) -> list[str | None]:
+        if not players:
+            return []
+        return [None if name is None else str(name) for name in client().hmget(self.names_key, list(players))]
+
+    # ------------------------------------------------------------------ distribution
+    def distribution(self, buckets: int) -> tuple[int, list[tuple[int, int, int]]]:
+        """(total, [(low points, high points, players)]): the equi-depth histogram of the whole
+        board, as distribution.lua computes it on one set. The lows are the points at ascending
+        positions floor(i * total / count), each found by bisection on points over the shards'
+        counts (all bounds at once: one pipeline per step)."""
+        redis = client()
+        pipe = redis.pipeline(transaction=False)
+        for part in self.parts:
+            pipe.zcard(part.key)
+            pipe.zrange(part.key, 0, 0, withscores=True)
+            pipe.zrange(part.key, -1, -1, withscores=True)
+        replies = pipe.execute()
+        total = sum(int(replies[3 * i]) for i in range(self.shards))
+        if total == 0:
+            return 0, []
+        lowest = min(self.points(int(r[0][1])) for r in replies[1::3] if r)
+        highest = max(self.points(int(r[0][1])) for r in replies[2::3] if r)
+        count = min(buckets, total)
+        positions = [i * total // count for i in range(count)]
+        # The points at ascending position q: the least v with (members with points <= v) > q.
+        lo = [lowest] * count
+        hi = [highest] * count
+        while any(a < b for a, b in zip(lo, hi, strict=True)):
+            middles = [(a + b) // 2 for a, b in zip(lo, hi, strict=True)]
+            at_or_below = self._at_or_below(middles)
+            for i, (q, middle) in enumerate(zip(positions, middles, strict=True)):
+                if lo[i] >= hi[i]:
+                    continue
+                if at_or_below[i] > q:
+                    hi[i] = middle
+                else:
+                    lo[i] = middle + 1
+        lows: list[int] = []
+        for low in lo:
+            if not lows or lows[-1] != low:
+                lows.append(low)
+        bounds = [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else highest) for i, low in enumerate(lows)]
+        below_high = self._at_or_below([high for _, high in bounds])
+        below_low = self._at_or_below([low - 1 for low, _ in bounds])
+        return total, [(low, high, below_high[i] - below_low[i]) for i, (low, high) in enumerate(bounds)]
+
+    def _at_or_below(self, points: Sequence[int]) -> list[int]:
+        pipe = client().pipeline(transaction=False)
+        for p in points:
+            for part in self.parts:
+                pipe.zcount(part.key, "-inf", (p + 1) * self.span - 1)
+        replies = pipe.execute()
+        s = self.shards
+        return [sum(int(x) for x in replies[i * s : (i + 1) * s]) for i in range(len(points))]
+
+
+def sharded(ref: BoardRef, *, shards: int, span: int, rule: str, game: str) -> ShardedBoard:
+    return ShardedBoard(ref=ref, shards=shards, span=span, rule=rule, names_key=keys.names_key(game))
