@@ -80,12 +80,14 @@ class BoardStager:
         dense: bool,
         codecs: Mapping[int, ScoreCodec],
         shards: Mapping[int, int] | None = None,
+        only_shard: int | None = None,
         progress: Progress | None = None,
     ) -> None:
         self.game = game
         self.dense = dense
         self.codecs = codecs
         self.shards = {sid: n for sid, n in (shards or {}).items() if n > 1}  # seasons whose boards are split
+        self.only_shard = only_shard  # stage that shard of the split seasons only (the others' entries pass)
         self.progress = progress
         self.members = 0
         self._boards: dict[tuple[str, int, str, str, int], _Staging] = {}
@@ -106,8 +108,11 @@ class BoardStager:
         boards = self._boards
         dense = self.dense
         split = self.shards
+        only = self.only_shard
         for kind, season_id, region, period, player, score, last_us in rows:
             shard = shard_of(player, split[season_id]) if split and season_id in split else -1
+            if only is not None and shard != only:
+                continue
             board = boards.get((kind, season_id, region, period, shard))
             if board is None:
                 board = self._open(kind, season_id, region, period, shard)
@@ -269,14 +274,16 @@ def boards_swap(
     dense: bool,
     kinds: Collection[str] | None = None,
     season_ids: Collection[int] | None = None,
+    shard: int | None = None,
     applied_events: Collection[keys.MarkedEvent] = (),
     dedup_ttl_s: int = 0,
 ) -> int:
     """Rename every staged key over its live key (one MULTI); drop live boards not in `board_keys`
     (of `kinds` only, when the rebuild took only those; of `season_ids` only, when it took only
-    those seasons). The same MULTI sets the dedup markers of `applied_events` (results the new
-    boards hold that the worker has not applied yet), so the boards and the markers change
-    together: a rebuild that fails before the swap has marked nothing. Returns the number of live
+    those seasons; of shard `shard` of split seasons only, when it took only that shard). The same
+    MULTI sets the dedup markers of `applied_events` (results the new boards hold that the worker
+    has not applied yet), so the boards and the markers change together: a rebuild that fails
+    before the swap has marked nothing. Returns the number of live
     boards dropped. The old values are unlinked (freed in the background), so a 1M-member board
     does not block Redis."""
     redis = client()
@@ -287,6 +294,8 @@ def boards_swap(
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).board in kinds}
     if season_ids is not None:
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).season_id in season_ids}
+    if shard is not None:
+        existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).shard == shard}
     pipe = redis.pipeline(transaction=True)
     old_keys = []
     for key in board_keys:

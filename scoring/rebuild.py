@@ -94,6 +94,7 @@ def boards_rebuild(
     kinds: Sequence[str] | None = None,
     progress: Progress | None = None,
     live_only: bool = False,
+    shard: int | None = None,
     lock_wait_s: float = REBUILD_LOCK_WAIT_S,
 ) -> RebuildReport:
     """Rebuild the live boards of `game` from the ledger (see the module docstring): every kind, or
@@ -104,19 +105,28 @@ def boards_rebuild(
     with lock_held(rebuild_lock_key(game.slug), wait_s=lock_wait_s) as lock:
         if lock is None:
             raise RebuildBusy(game.slug)
-        return _rebuild(game=game, kinds=kinds, progress=progress, live_only=live_only, lock=lock)
+        return _rebuild(game=game, kinds=kinds, progress=progress, live_only=live_only, shard=shard, lock=lock)
 
 
 def _rebuild(
-    *, game: Game, kinds: Sequence[str] | None, progress: Progress | None, live_only: bool, lock: HeldLock
+    *,
+    game: Game,
+    kinds: Sequence[str] | None,
+    progress: Progress | None,
+    live_only: bool,
+    shard: int | None,
+    lock: HeldLock,
 ) -> RebuildReport:
     chosen = [KINDS[name] for name in kinds] if kinds else list(KINDS.values())
-    partial = {kind.name for kind in chosen} != set(KINDS)
+    # One kind of board, or one shard of the split seasons, leaves the rest to the worker.
+    partial = {kind.name for kind in chosen} != set(KINDS) or shard is not None
     dense = game.tie_rule == TieRule.DENSE
     report = RebuildReport(kinds=tuple(kind.name for kind in chosen))
     started = timezone.now()
     clock = time.monotonic()
     seasons = [s for s in seasons_of(game=game) if not (live_only and s.frozen_at is not None)]
+    if shard is not None:  # shard k exists in the seasons split more than k ways
+        seasons = [s for s in seasons if s.board_shards > shard]
     codecs = {s.id: ScoreCodec(s.time_bits) for s in seasons}
 
     def written(members: int) -> None:
@@ -128,7 +138,9 @@ def _rebuild(
     # Phase 1: everything, while the boards keep updating. The dense rule's companions are written
     # from each board's points in display order, so only then is the ledger asked to sort.
     shards = {s.id: s.board_shards for s in seasons}
-    with BoardStager(game=game.slug, dense=dense, codecs=codecs, shards=shards, progress=written) as stager:
+    with BoardStager(
+        game=game.slug, dense=dense, codecs=codecs, shards=shards, only_shard=shard, progress=written
+    ) as stager:
         for season_id in codecs:  # a season at a time: the ledger reads it in player order
             extras = ledger_has_extra_boards(game=game, season_id=season_id)
             for kind in chosen:
@@ -166,8 +178,10 @@ def _rebuild(
                 if touched
                 else {}
             )
-            if live_only:
+            if live_only or shard is not None:
                 fresh = {key: board for key, board in fresh.items() if board.ref.season_id in codecs}
+            if shard is not None:
+                fresh = {key: board for key, board in fresh.items() if board.ref.shard == shard}
         report.recomputed_players = len(touched)
         board_stage_patch(staged=staged, fresh=fresh, players=touched, dense=dense, codecs=codecs, now=now)
         lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
@@ -177,7 +191,8 @@ def _rebuild(
             board_keys=set(staged),
             dense=dense,
             kinds=report.kinds if partial else None,
-            season_ids=set(codecs) if live_only else None,
+            season_ids=set(codecs) if live_only or shard is not None else None,
+            shard=shard,
             applied_events=applied,
             dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
         )

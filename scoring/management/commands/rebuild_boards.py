@@ -20,6 +20,12 @@ class Command(BaseCommand):
             metavar="KIND",
             help=f"rebuild only the boards of this kind ({', '.join(BOARD_NAMES)}); repeat for more (default: all)",
         )
+        parser.add_argument(
+            "--shard",
+            type=int,
+            metavar="K",
+            help="rebuild only shard K (0-based) of the seasons whose boards are split by player (board_shards > K)",
+        )
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def handle(self, *args, **options):
@@ -27,6 +33,8 @@ class Command(BaseCommand):
         if game is None:
             raise CommandError(f"unknown game {options['game']!r}")
         bar = tqdm(unit="member", desc=f"rebuild {game.slug}", disable=options["quiet"], file=self.stderr._out)
-        report = boards_rebuild(game=game, kinds=options["board"], progress=bar.update)
+        if options["shard"] is not None and options["shard"] < 0:
+            raise CommandError("--shard is 0 or more")
+        report = boards_rebuild(game=game, kinds=options["board"], shard=options["shard"], progress=bar.update)
         bar.close()
         self.stdout.write(json.dumps({"game": game.slug, **report.__dict__}))
