@@ -1,6 +1,8 @@
 """The fast path answers byte for byte what Django's views answer: status, headers and body, for
 every hot read, the errors it hands to Django, and Redis being down."""
 
+from datetime import timedelta
+
 import pytest
 from django.core.asgi import get_asgi_application
 from django.db import transaction
@@ -106,3 +108,38 @@ def test_ascending_games_and_redis_down_are_the_same(settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
     assert same(f"{base}/all/top") == 503
     assert same(f"{base}/all/players/r2") == 503
+
+
+def _json_without_season(response) -> object:
+    body = response.json()
+    if isinstance(body, dict):
+        body.pop("season", None)
+    return body
+
+
+@pytest.mark.parametrize("rule", ["competition", "dense"])
+def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule):
+    """A game whose boards are split four ways: the fast path hands its reads to Django, whose
+    answers equal those of a game with one set per board holding the same results."""
+    start = timezone.now().replace(microsecond=0) - timedelta(days=1)
+    games = [
+        make_game("one", tie_rule=rule, start=start),
+        make_game("four", tie_rule=rule, start=start, board_shards=4),
+    ]
+    accepted = timezone.now().replace(microsecond=0)
+    for game in games:
+        for i in range(40):
+            points = 1000 - (i // 3) * 7
+            region = "eu" if i % 2 else "na"
+            record(
+                game, f"p{i:02d}", points, region=region, name=f"P {i}", accepted_at=accepted + timedelta(seconds=i % 4)
+            )
+        friendship_add(game=game, player_id="p03", friend_id="p17")
+    paths = [("top", ""), ("top", "n=5"), ("top", "region=eu"), ("distribution", "")]
+    for player in ["p00", "p03", "p20", "p39", "nobody"]:
+        paths += [(f"players/{player}", ""), (f"players/{player}/around", "r=3"), (f"players/{player}/friends", "")]
+    for path, query in paths:
+        assert same(f"/api/v1/games/four/boards/all/{path}", query) in (200, 404)
+        one = asgi_request(FAST, f"/api/v1/games/one/boards/all/{path}", query)
+        four = asgi_request(FAST, f"/api/v1/games/four/boards/all/{path}", query)
+        assert (four.status_code, _json_without_season(four)) == (one.status_code, _json_without_season(one)), path
