@@ -193,3 +193,27 @@ def test_rebuild_of_one_shard_touches_that_shard_only():
 
     call_command("rebuild_boards", game.slug, "--quiet")
     assert boards_diff(game=game, now=timezone.now()) == {}
+
+
+def test_percentile_below_the_exact_ranks_holds_the_exact_value_within_its_error(monkeypatch):
+    """Past the exact ranks a percentile comes from the histogram: at S = 3 the sum of each shard's
+    buckets below the player's, with the player's buckets as the error bound, which must hold the
+    exact value (the share of players with fewer points)."""
+    from boards import selectors
+
+    monkeypatch.setattr(selectors, "EXACT_RANKS", 5)
+    game = make_game("split", start=timezone.now() - timedelta(days=5), board_shards=3)
+    feed([game], results=400, seed=4)
+    drain()
+    view = board_view(slug=game.slug, board="all", region=None, season=None, period=None, now=timezone.now())
+    checked = 0
+    for player in PLAYERS:
+        standing = board_player(view=view, player_id=player)
+        if standing is None or standing.rank <= 5:
+            continue
+        assert standing.percentile_error > 0
+        exact = standing.lower * 100 / standing.total
+        low, high = standing.percentile, standing.percentile + standing.percentile_error
+        assert low - 0.1 <= exact <= high + 0.1, (player, standing)
+        checked += 1
+    assert checked > 100
