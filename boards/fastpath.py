@@ -7,11 +7,11 @@ thread hop, no middleware and no DRF in between. It answers exactly what the Dja
 (the same selectors' calls and parsers, the same body bytes, status and headers; a test compares
 the two paths request by request). Whatever it does not answer itself falls through to Django
 unchanged: another method or path, a bad query, an unknown game, board or season, a frozen
-season (PostgreSQL), a board split by player (board_shards > 1: boards/sharded.py), a player
-who is not ranked, a throttled client (Django spends no second token: the scope says this one
-was spent). Redis down is the same 503 the views give, at once
-(a refused connection is retried once, 10 ms later; one that is never answered is given
-REDIS_CONNECT_TIMEOUT_S, twice).
+season (PostgreSQL), a read of a board split by player (board_shards > 1: boards/sharded.py;
+only a top n held at every shard's current version is served here), a player who is not ranked,
+a throttled client (Django spends no second token: the scope says this one was spent). Redis down
+is the same 503 the views give, at once (a refused connection is retried once, 10 ms later; one
+that is never answered is given REDIS_CONNECT_TIMEOUT_S, twice).
 """
 
 import asyncio
@@ -44,8 +44,9 @@ from seasons.catalog import (
 )
 
 from . import selectors
-from .keys import reader_bucket_key
+from .keys import names_version_key, reader_bucket_key
 from .selectors import BoardView, Cached
+from .sharded import ShardedBoard
 from .throttle import THROTTLE_SPENT
 
 ROUTE = re.compile(
@@ -153,8 +154,6 @@ class FastReads:
             raise Fallback from exc
         if view.frozen:
             raise Fallback  # final standings live in PostgreSQL
-        if view.season.board_shards > 1:
-            raise Fallback  # a board split by player: a scatter-gather of several steps (boards/sharded.py)
         return view
 
     async def catalog(self, slug: str, version: str | None) -> Catalog:
@@ -215,6 +214,18 @@ class FastReads:
         self, pipe: Pipeline, kind: str, view: BoardView, player_id: str | None, n: int, r: int
     ) -> Cached | None:
         """Queue the read's script; returns the cached answer whose version it sends, if any."""
+        if view.season.board_shards > 1:
+            # A board split by player: its reads are scatter-gathers of several steps, which Django
+            # answers (boards/sharded.py). A top n this process holds is served here while every
+            # shard's version (and the names version) is still the one it was read at.
+            held = selectors.top_cache.peek((view.ref.key, n)) if kind == "top" else None
+            if held is None:
+                raise Fallback
+            pipe.mget(
+                [part.version_key for part in view.ref.shards(view.season.board_shards)]
+                + [names_version_key(view.game.slug)]
+            )
+            return held
         if kind == "top":
             held = selectors.top_cache.peek((view.ref.key, n))
             await self.queue(pipe, selectors.TOP_SCRIPT, *selectors.top_call(view, n, held.version if held else ""))
@@ -233,23 +244,30 @@ class FastReads:
             await self.queue(pipe, selectors.FRIENDS_SCRIPT, *selectors.friends_call(view, player_id))
         return None
 
+    def top_body(self, view: BoardView, n: int, cached: Cached) -> bytes:
+        if cached.body is None:
+            cached.body = render(
+                {
+                    "board": view.board,
+                    "season": view.season.id,
+                    "period": view.period,
+                    "region": view.region,
+                    "tie_rule": view.game.tie_rule,
+                    "entries": cached.value,
+                }
+            )
+            selectors.top_cache.put((view.ref.key, n), cached)
+        return cached.body
+
     def body(self, kind: str, view: BoardView, player_id: str | None, n: int, reply: Any, held: Cached | None) -> bytes:
+        if view.season.board_shards > 1:  # the versions of a held top n (queue_read)
+            if held is None or ShardedBoard.version_of(reply) != held.version:
+                raise Fallback  # changed since: Django reads the shards again
+            return self.top_body(view, n, held)
         if kind == "top":
             version, entries = selectors.top_parse(view, reply)
             cached = held if entries is None and held is not None else Cached(version=version, value=entries or [])
-            if cached.body is None:
-                cached.body = render(
-                    {
-                        "board": view.board,
-                        "season": view.season.id,
-                        "period": view.period,
-                        "region": view.region,
-                        "tie_rule": view.game.tie_rule,
-                        "entries": cached.value,
-                    }
-                )
-                selectors.top_cache.put((view.ref.key, n), cached)
-            return cached.body
+            return self.top_body(view, n, cached)
         if kind == "distribution":
             version, value = selectors.distribution_parse(view, reply)
             cached = held if value is None and held is not None else Cached(version=version, value=value)

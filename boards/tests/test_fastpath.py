@@ -118,9 +118,10 @@ def _json_without_season(response) -> object:
 
 
 @pytest.mark.parametrize("rule", ["competition", "dense"])
-def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule):
-    """A game whose boards are split four ways: the fast path hands its reads to Django, whose
-    answers equal those of a game with one set per board holding the same results."""
+def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule, monkeypatch):
+    """A game whose boards are split four ways: the fast path hands its reads to Django (but for a
+    top n it holds at every shard's version), and the answers equal those of a game with one set
+    per board holding the same results; after a new result, the held top n is not served."""
     start = timezone.now().replace(microsecond=0) - timedelta(days=1)
     games = [
         make_game("one", tie_rule=rule, start=start),
@@ -140,6 +141,20 @@ def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule):
         paths += [(f"players/{player}", ""), (f"players/{player}/around", "r=3"), (f"players/{player}/friends", "")]
     for path, query in paths:
         assert same(f"/api/v1/games/four/boards/all/{path}", query) in (200, 404)
+        assert same(f"/api/v1/games/four/boards/all/{path}", query) in (200, 404)  # a held top n: served here
         one = asgi_request(FAST, f"/api/v1/games/one/boards/all/{path}", query)
         four = asgi_request(FAST, f"/api/v1/games/four/boards/all/{path}", query)
         assert (four.status_code, _json_without_season(four)) == (one.status_code, _json_without_season(one)), path
+    for game in games:
+        record(game, "p39", 5000, region="eu", accepted_at=accepted + timedelta(seconds=9))
+    one = asgi_request(FAST, "/api/v1/games/one/boards/all/top", "n=5")
+    four = asgi_request(FAST, "/api/v1/games/four/boards/all/top", "n=5")
+    assert four.json()["entries"][0]["player_id"] == "p39"
+    assert _json_without_season(four) == _json_without_season(one)
+
+    def unreachable(*args, **kwargs):
+        raise AssertionError("Django read the shards of a top n the fast path holds")
+
+    monkeypatch.setattr(selectors, "_split_top", unreachable)
+    again = asgi_request(FAST, "/api/v1/games/four/boards/all/top", "n=5")  # nothing changed: the held copy
+    assert (again.status_code, again.content) == (200, four.content)
