@@ -19,10 +19,14 @@ Redis Cluster hash tag (boards/keys.py), so the same calls spread over a cluster
 (shard_*.lua) is one shard's part of each read.
 """
 
+import functools
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from common.redis import client, lua_path, lua_script
+from redis.cluster import RedisCluster
+
+from common.redis import client, lua_path, lua_script, lua_source
 
 from . import keys
 from .keys import BoardRef
@@ -43,13 +47,32 @@ def _sort(entries: list[Scored]) -> list[Scored]:
 class ShardedBoard:
     """One board of a split season: its shards' keys and the calls that read them."""
 
-    def __init__(self, *, ref: BoardRef, shards: int, span: int, rule: str, names_key: str) -> None:
+    def __init__(self, *, ref: BoardRef, shards: int, span: int, rule: str, names_key: str, redis: Any = None) -> None:
+        """`redis`: the client to read with (default the service's, common.redis.client); every call
+        is single-key or a pipeline of them, so a Redis Cluster client (RedisCluster) works too."""
+        self.redis = redis if redis is not None else client()
         self.ref = ref.whole
         self.parts = self.ref.shards(shards)
         self.shards = shards
         self.span = span
         self.rule = rule
         self.names_key = names_key
+
+    def script(self, path: str) -> Any:
+        if self.redis is client():
+            return lua_script(path)
+        return _scripts_of(self.redis, path)
+
+    def scripts(self, calls: Sequence[tuple[str, str, list[Any]]]) -> list[Any]:
+        """Run one-key scripts (path, key, ARGV), replies in order: in one pipeline on one Redis; on
+        a Redis Cluster, whose client does not pipeline scripts, as concurrent calls (each goes to
+        the node of its key's slot)."""
+        if isinstance(self.redis, RedisCluster):
+            return list(_CLUSTER_CALLS.map(lambda c: self.script(c[0])(keys=[c[1]], args=c[2]), calls))
+        pipe = self.redis.pipeline(transaction=False)
+        for path, key, args in calls:
+            self.script(path)(keys=[key], args=args, client=pipe)
+        return list(pipe.execute())
 
     def points(self, score: int) -> int:
         return score // self.span
@@ -60,7 +83,7 @@ class ShardedBoard:
     # ------------------------------------------------------------------ versions (cached answers)
     def version(self, *, names_version_key: str | None = None) -> str:
         """The board's version: every shard's, then the game's names version when given."""
-        pipe = client().pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         self.version_queue(pipe, names_version_key)
         return self.version_of(pipe.execute())
 
@@ -77,13 +100,9 @@ class ShardedBoard:
     # ------------------------------------------------------------------ top
     def top(self, n: int) -> tuple[int, list[tuple[str, int, int]]]:
         """(total, [(player, encoded score, rank)]) of the first n in display order."""
-        script = lua_script(SLICE_SCRIPT)
-        pipe = client().pipeline(transaction=False)
-        for part in self.parts:
-            script(keys=[part.key], args=[n], client=pipe)
         total = 0
         merged: list[Scored] = []
-        for reply in pipe.execute():
+        for reply in self.scripts([(SLICE_SCRIPT, part.key, [n]) for part in self.parts]):
             total += int(reply[0])
             merged += [(str(reply[i]), int(reply[i + 1])) for i in range(1, len(reply), 2)]
         ordered = _sort(merged)[:n]
@@ -111,18 +130,18 @@ class ShardedBoard:
 
     # ------------------------------------------------------------------ counts
     def score_of(self, player_id: str) -> int | None:
-        found = client().zscore(self.shard_key(player_id), player_id)
+        found = self.redis.zscore(self.shard_key(player_id), player_id)
         return None if found is None else int(found)
 
     def counts(self, members: Sequence[Scored], buckets: int = 0) -> list[list[list[int]]]:
         """For each (player, score): each shard's {members, more points, higher score, same score
         and an id before, fewer points, histogram below, own} (shard_counts.lua)."""
-        script = lua_script(COUNTS_SCRIPT)
-        pipe = client().pipeline(transaction=False)
-        for player, score in members:
-            for part in self.parts:
-                script(keys=[part.key], args=[score, player, self.span, buckets], client=pipe)
-        replies = [[int(x) for x in reply] for reply in pipe.execute()]
+        calls = [
+            (COUNTS_SCRIPT, part.key, [score, player, self.span, buckets])
+            for player, score in members
+            for part in self.parts
+        ]
+        replies = [[int(x) for x in reply] for reply in self.scripts(calls)]
         s = self.shards
         return [replies[i * s : (i + 1) * s] for i in range(len(members))]
 
@@ -132,7 +151,7 @@ class ShardedBoard:
         wanted = sorted(set(points))
         if not wanted:
             return {}
-        pipe = client().pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         for part in self.parts:
             pipe.zrangebyscore(part.distinct_key, f"({wanted[0]}", "+inf", withscores=True)
         values: set[int] = set()
@@ -175,7 +194,7 @@ class ShardedBoard:
         if rank > exact_ranks and all(c[5] >= 0 for c in counts if c[0] > 0):
             below = sum(c[5] for c in counts if c[0] > 0)
             own = sum(c[6] for c in counts if c[0] > 0)
-        name = client().hget(self.names_key, player_id)
+        name = self.redis.hget(self.names_key, player_id)
         return [self.points(score), rank, total, lower, name, below, own]
 
     def around(self, player_id: str, r: int) -> tuple[int, list[tuple[str, int, int]]] | None:
@@ -185,13 +204,10 @@ class ShardedBoard:
         if score is None:
             return None
         width = 2 * r + 1
-        counts_script, near_script = lua_script(COUNTS_SCRIPT), lua_script(NEAR_SCRIPT)
-        pipe = client().pipeline(transaction=False)
-        for part in self.parts:
-            counts_script(keys=[part.key], args=[score, player_id, self.span, 0], client=pipe)
-        for part in self.parts:
-            near_script(keys=[part.key], args=[score, player_id, width], client=pipe)
-        replies = pipe.execute()
+        replies = self.scripts(
+            [(COUNTS_SCRIPT, part.key, [score, player_id, self.span, 0]) for part in self.parts]
+            + [(NEAR_SCRIPT, part.key, [score, player_id, width]) for part in self.parts]
+        )
         counts = [[int(x) for x in reply] for reply in replies[: self.shards]]
         total = sum(c[0] for c in counts)
         position = sum(c[2] + c[3] for c in counts)  # 0-based, in display order
@@ -213,7 +229,7 @@ class ShardedBoard:
 
     def friends(self, members: Sequence[str]) -> list[tuple[str, int, int]]:
         """[(player, score, board rank)] of those of `members` on the board, in display order."""
-        pipe = client().pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         for m in members:
             pipe.zscore(self.shard_key(m), m)
         found = _sort([(m, int(s)) for m, s in zip(members, pipe.execute(), strict=True) if s is not None])
@@ -222,7 +238,7 @@ class ShardedBoard:
     def names(self, players: Sequence[str]) -> list[str | None]:
         if not players:
             return []
-        return [None if name is None else str(name) for name in client().hmget(self.names_key, list(players))]
+        return [None if name is None else str(name) for name in self.redis.hmget(self.names_key, list(players))]
 
     # ------------------------------------------------------------------ distribution
     def distribution(self, buckets: int) -> tuple[int, list[tuple[int, int, int]]]:
@@ -230,8 +246,7 @@ class ShardedBoard:
         board, as distribution.lua computes it on one set. The lows are the points at ascending
         positions floor(i * total / count), each found by bisection on points over the shards'
         counts (all bounds at once: one pipeline per step)."""
-        redis = client()
-        pipe = redis.pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         for part in self.parts:
             pipe.zcard(part.key)
             pipe.zrange(part.key, 0, 0, withscores=True)
@@ -267,13 +282,22 @@ class ShardedBoard:
         return total, [(low, high, below_high[i] - below_low[i]) for i, (low, high) in enumerate(bounds)]
 
     def _at_or_below(self, points: Sequence[int]) -> list[int]:
-        pipe = client().pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         for p in points:
             for part in self.parts:
                 pipe.zcount(part.key, "-inf", (p + 1) * self.span - 1)
         replies = pipe.execute()
         s = self.shards
         return [sum(int(x) for x in replies[i * s : (i + 1) * s]) for i in range(len(points))]
+
+
+_CLUSTER_CALLS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shard-read")
+
+
+@functools.cache
+def _scripts_of(redis: Any, path: str) -> Any:
+    """A script registered on another client than the service's (a cluster's, in tests)."""
+    return redis.register_script(lua_source(path))
 
 
 def sharded(ref: BoardRef, *, shards: int, span: int, rule: str, game: str) -> ShardedBoard:
