@@ -11,6 +11,13 @@ above), one at a time from this process: rank (a player's standing), top (n=100,
 around (r=5). Prints per kind reads/s and p50/p99 in ms, and the board's bytes per member
 (MEMORY USAGE of every shard, over the members). The Redis is the one REDIS_URL names; the games
 stay in the database (bench-shards-*), their boards are removed from Redis afterwards.
+
+With --cluster: no database. A local Redis Cluster (3 masters, 3 replicas, common/redis_cluster.py)
+gets the board split S ways (hash tags spread the shards over the masters), and for each S the
+scatter step of a rank read (one shard_counts.lua per shard, sent concurrently by ShardedBoard) is
+timed --reads times next to single branches (one shard's call alone): the share of scatter steps
+slower than one branch's p99 is printed beside 1 - 0.99^S, what independent branches predict.
+Hedged requests (a duplicate to a replica once a branch passes its p95) are not measured.
 """
 
 import argparse
@@ -85,12 +92,67 @@ def measure(view: BoardView, players: int, reads: int) -> str:
     return ", ".join(f"{k} {rps:.0f}/s p50 {p50:.2f} ms p99 {p99:.2f} ms" for k, (rps, p50, p99) in figures.items())
 
 
+def cluster_tail(players: int, reads: int, shard_counts: list[int]) -> None:
+    """--cluster: the scatter step's tail against one branch's p99 (see the module docstring)."""
+    import tempfile
+
+    from redis.cluster import RedisCluster
+
+    from boards.sharded import COUNTS_SCRIPT, ShardedBoard
+    from common.redis_cluster import LocalCluster
+
+    span = 2**20
+    rng = random.Random(1)
+    members = {f"p{i:07d}": int(rng.paretovariate(1.2) * 10) * span + rng.randint(0, span - 1) for i in range(players)}
+    with tempfile.TemporaryDirectory() as folder, LocalCluster(folder) as cluster:
+        redis = RedisCluster.from_url(cluster.url, decode_responses=True)
+        for shards in shard_counts:
+            ref = keys.BoardRef(f"tail{shards}", 1, "all")
+            pipe = redis.pipeline(transaction=False)
+            for player, score in members.items():
+                pipe.zadd(ref.for_player(player, shards).key, {player: score})
+                if len(pipe.command_stack) >= 5000:
+                    pipe.execute()
+            pipe.execute()
+            board = ShardedBoard(ref=ref, shards=shards, span=span, rule="competition", names_key="-", redis=redis)
+            pick = random.Random(2)
+            sample = [pick.choice(list(members)) for _ in range(200)]
+            branch: list[float] = []
+            for i in range(reads):
+                player = sample[i % len(sample)]
+                part = board.parts[i % shards]
+                t = time.perf_counter()
+                board.script(COUNTS_SCRIPT)(keys=[part.key], args=[members[player], player, span, 0])
+                branch.append(time.perf_counter() - t)
+            branch.sort()
+            p99 = branch[int(len(branch) * 0.99)]
+            scatter: list[float] = []
+            for i in range(reads):
+                player = sample[i % len(sample)]
+                t = time.perf_counter()
+                board.counts([(player, members[player])])
+                scatter.append(time.perf_counter() - t)
+            scatter.sort()
+            slow = sum(1 for x in scatter if x > p99) / len(scatter)
+            print(
+                f"cluster S={shards}: branch p50 {statistics.median(branch) * 1000:.2f} ms p99 {p99 * 1000:.2f} ms; "
+                f"scatter p50 {statistics.median(scatter) * 1000:.2f} ms "
+                f"p99 {scatter[int(len(scatter) * 0.99)] * 1000:.2f} ms; "
+                f"scatters over a branch's p99 {100 * slow:.1f}% (1 - 0.99^S = {100 * (1 - 0.99**shards):.1f}%)"
+            )
+        redis.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--players", type=int, default=100_000)
     parser.add_argument("--reads", type=int, default=3000)
     parser.add_argument("--shards", default="1,3,6")
+    parser.add_argument("--cluster", action="store_true", help="the scatter tail on a local Redis Cluster")
     args = parser.parse_args()
+    if args.cluster:
+        cluster_tail(args.players, args.reads, [int(s) for s in args.shards.split(",")])
+        return
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; {args.players} players", file=sys.stderr)
     redis = client()
     for shards in [int(s) for s in args.shards.split(",")]:
