@@ -73,6 +73,15 @@ def client() -> Client:
 
 
 @pytest.fixture
+def production_app() -> Any:
+    """The ASGI application production serves (`leaderboard_site.asgi`), for tests below it that
+    send requests together (common.testing.asgi_requests_together)."""
+    from leaderboard_site.asgi import application
+
+    return application
+
+
+@pytest.fixture
 def api(client):
     return client
 

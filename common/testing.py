@@ -208,12 +208,18 @@ def asgi_request(
     return response
 
 
-def asgi_requests_together(app: Any, requests: list[dict[str, Any]]) -> list[HttpResponse]:
+def asgi_requests_together(app: Any, requests: list[dict[str, Any]], *, at_once: int = 0) -> list[HttpResponse]:
     """Several requests through an ASGI application at once, on one event loop (as one server
-    process receives them); each dict holds `asgi_request`'s arguments after the app."""
+    process receives them); each dict holds `asgi_request`'s arguments after the app. With
+    `at_once`, that many at a time, one group after the other (on the same loop)."""
 
     async def all_of() -> list[HttpResponse]:
-        return list(await asyncio.gather(*(_asgi_exchange(app, **request) for request in requests)))
+        size = at_once or len(requests) or 1
+        answers: list[HttpResponse] = []
+        for start in range(0, len(requests), size):
+            group = requests[start : start + size]
+            answers += await asyncio.gather(*(_asgi_exchange(app, **request) for request in group))
+        return answers
 
     # As Django's own test clients do: the request does not close the test's connection (its
     # transaction holds the test's data).
