@@ -402,10 +402,7 @@ def _split_top(view: BoardView, split: ShardedBoard, n: int, held: Cached | None
     if held is not None and held.version == version:
         return [version]
     total, rows = split.top(n)
-    reply: list[Any] = [version, total]
-    for (player, score, rank), name in zip(rows, split.names([p for p, _, _ in rows]), strict=True):
-        reply += [player, split.points(score), rank, name]
-    return reply
+    return [version, total, *_split_entries(split, rows)]
 
 
 def _split_entries(split: ShardedBoard, rows: list[tuple[str, int, int]]) -> list[Any]:
