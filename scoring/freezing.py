@@ -10,8 +10,9 @@ every later read of the season from them.
 No member passes through Python: each board kind is one INSERT ... SELECT from the ledger's SQL
 for it (`selectors.ledger_entries_sql`), ranked by window functions, into a table of the season's
 own that is indexed and attached as its partition of the standings afterwards
-(`boards.standings.standings_load`). A season of millions of players freezes in this process's
-memory, whatever its size.
+(`boards.standings.standings_load`): the kinds ranked at once on connections of its own
+(LOAD_CONNECTIONS) and the table indexed beside the freeze's transaction, which only attaches it.
+A season of millions of players freezes in this process's memory, whatever its size.
 """
 
 import logging
@@ -19,10 +20,10 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from boards.kinds import KINDS
-from boards.standings import standings_load
+from boards.standings import LOAD_CONNECTIONS, standings_load
 from seasons.catalog import catalog_publish
 from seasons.models import Season
 from seasons.selectors import season_lock, seasons_to_freeze
@@ -40,13 +41,19 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
     Locks the season row, so two freezers cannot both write standings; attaching the season's
     standings locks FrozenStanding until the commit (`standings_load` says how). Side effect
     after commit: the season's Redis keys expire after SEASON_KEYS_TTL_AFTER_FREEZE_S.
+
+    Its transaction the outermost, the standings are loaded and indexed on LOAD_CONNECTIONS
+    connections of their own and only attached in it (`standings_load` says how that stays
+    atomic); inside a caller's transaction, whose uncommitted rows those connections would not
+    see, on this one alone.
     """
+    connections = 1 if connection.in_atomic_block else LOAD_CONNECTIONS
     with transaction.atomic():
         season = season_lock(season_id=season_id)
         if season.frozen_at is not None:
             return 0
         ledger_job_settings()
-        rows = standings_load(season=season, boards=_season_boards(season))
+        rows = standings_load(season=season, boards=_season_boards(season), connections=connections)
         season_mark_frozen(season=season, now=now)
     catalog_publish(slug=season.game.slug)  # readers switch to the standings
     logger.info("season %s frozen: %d standing rows", season_id, rows)
@@ -54,9 +61,10 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
 
 
 def _season_boards(season: Season) -> Iterator[tuple[str, list[Any]]]:
-    """Every board of the season: one query per kind."""
+    """Every board of the season: one query per kind, by kind name (the order of the standings'
+    position index, in which `standings_load` lays the rows out)."""
     extras = ledger_has_extra_boards(game=season.game, season_id=season.id)
-    for kind in KINDS.values():
+    for kind in sorted(KINDS.values(), key=lambda kind: kind.name):
         yield ledger_entries_sql(game=season.game, kind=kind, season_id=season.id, extras=extras)
 
 
