@@ -11,7 +11,9 @@ season (PostgreSQL), a read of a board split by player (board_shards > 1: boards
 only a top n held at every shard's current version is served here), a player who is not ranked,
 a throttled client (Django spends no second token: the scope says this one was spent). Redis down
 is the same 503 the views give, at once (a refused connection is retried once, 10 ms later; one
-that is never answered is given REDIS_CONNECT_TIMEOUT_S, twice).
+that is never answered is given REDIS_CONNECT_TIMEOUT_S, twice). With the boards on a Redis
+Cluster (REDIS_CLUSTER_URL) every read falls through: its boards are read by scatter-gather in
+Django (boards/sharded.py) on redis-py's cluster client.
 """
 
 import asyncio
@@ -32,7 +34,7 @@ from redis.backoff import ExponentialBackoff
 
 from common.asgi import ROUTE_NAME, ASGIApp, Fallback, Receive, Scope, Send, plain_request, render, respond
 from common.ratelimit import bucket_call
-from common.redis import lua_source
+from common.redis import lua_source, on_cluster
 from seasons.catalog import (
     Catalog,
     catalog_cached,
@@ -117,7 +119,7 @@ class FastReads:
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope):
+        if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope) and not on_cluster():
             match = ROUTE.match(scope["path"])
             if match is not None:
                 scope[ROUTE_NAME] = route_name(match)

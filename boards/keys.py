@@ -27,14 +27,24 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:rl:ip:{address}                               the public read bucket of a client address
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10` (boards/kinds.py).
+
+On a Redis Cluster (REDIS_CLUSTER_URL, common/redis.py `boards_client`), every board key ends in a
+slot tag (`BoardRef.slot`): `{game.season}` for a season not split, `{game.season.k}` for shard k.
+The keys an apply or a correction reads beside the boards get a copy in each slot, so that one
+script's keys share a slot:
+    lb:pause:{game}:{slot}  lb:hidden:{game}:{slot}  lb:dd:{slot}:{event_id // 128}
+The boards, their companions and versions, these copies and the names live on the cluster; the
+rest above stays on REDIS_URL, where `lb:pause:{game}` and `lb:hidden:{game}` stay the game-wide
+originals (leaderboard_site/settings/redis.py says why).
 """
 
 import zlib
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from hashlib import blake2b
+from typing import NamedTuple
 
-from common.redis import key_prefix
+from common.redis import key_prefix, on_cluster
 
 from .kinds import NO_PERIOD
 
@@ -71,9 +81,25 @@ class BoardRef:
     @property
     def key(self) -> str:
         base = f"{key_prefix()}:b:{self.game}:{self.season_id}:{self.board}:{self.region}:{self.period}"
-        if self.shard is None:
+        if self.shard is None and not on_cluster():
             return base
-        return f"{base}:{{{shard_tag(self.game, self.season_id, self.shard)}}}"
+        return f"{base}:{self.slot}"
+
+    @property
+    def slot(self) -> str:
+        """The hash tag, braces included, that this board's keys share on a Redis Cluster with
+        the pause flag, hidden players and dedup markers the apply script reads beside them: the
+        shard's (`{game.season.k}`), or on a cluster the unsplit season's (`{game.season}`)."""
+        if self.shard is None:
+            return f"{{{self.game}.{self.season_id}}}"
+        return f"{{{shard_tag(self.game, self.season_id, self.shard)}}}"
+
+    @property
+    def dedup_slot(self) -> str:
+        """The slot tag of the dedup markers, pause flag and hidden players this board's writes
+        go with: its `slot` on a cluster, "" on one Redis (one set of them per game or deployment,
+        the layout before clusters)."""
+        return self.slot if on_cluster() else ""
 
     @property
     def whole(self) -> "BoardRef":
@@ -106,7 +132,8 @@ class BoardRef:
         parts = key.split(":")
         shard = None
         if parts[-1].startswith("{"):
-            shard = int(parts.pop().strip("{}").rsplit(".", 1)[1])
+            tag = parts.pop().strip("{}").split(".")
+            shard = int(tag[2]) if len(tag) == 3 else None  # {game.season} on a cluster: not split
         game, season_id, board, region, period = parts[-5:]
         return cls(game, int(season_id), board, region, period, shard)
 
@@ -139,7 +166,8 @@ def season_pattern(game: str, season_id: int) -> str:
 
 def region_pattern(game: str, season_id: int, board: str, period: str) -> str:
     """Every region's board of one kind and period (for SCAN; unsharded seasons)."""
-    return f"{key_prefix()}:b:{game}:{season_id}:{board}:*:{period}"
+    pattern = f"{key_prefix()}:b:{game}:{season_id}:{board}:*:{period}"
+    return f"{pattern}:{BoardRef(game, season_id, board).slot}" if on_cluster() else pattern
 
 
 def names_key(game: str) -> str:
@@ -156,13 +184,20 @@ def friends_key(game: str, player_id: str) -> str:
     return f"{key_prefix()}:friends:{game}:{player_id}"
 
 
-def hidden_key(game: str) -> str:
-    """The game's hidden (privacy) and deleted players: the board writer skips them."""
-    return f"{key_prefix()}:hidden:{game}"
+def hidden_key(game: str, slot: str = "") -> str:
+    """The game's hidden (privacy) and deleted players: the board writer skips them. With `slot`
+    (on a cluster), the copy the apply script reads in that slot: the players of that shard, plus
+    HIDDEN_READY once filled (boards/slots.py)."""
+    return f"{key_prefix()}:hidden:{game}" + (f":{slot}" if slot else "")
 
 
-def pause_key(game: str) -> str:
-    return f"{key_prefix()}:pause:{game}"
+def pause_key(game: str, slot: str = "") -> str:
+    """Set while a rebuild swaps the game's keys; with `slot` (on a cluster), the copy in that slot."""
+    return f"{key_prefix()}:pause:{game}" + (f":{slot}" if slot else "")
+
+
+# A member of every filled per-slot hidden set on a cluster: no player id is empty.
+HIDDEN_READY = ""
 
 
 def rebuild_lock_key(game: str) -> str:
@@ -186,12 +221,21 @@ def recover_lock_key() -> str:
     return f"{key_prefix()}:recover-lock"
 
 
-def dedup_location(event_id: int) -> tuple[str, str]:
-    """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each)."""
-    return f"{key_prefix()}:dd:{event_id // DEDUP_GROUP}", str(event_id % DEDUP_GROUP)
+def dedup_location(event_id: int, slot: str = "") -> tuple[str, str]:
+    """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each); on a cluster
+    in the slot of the player's shard of the event's season (`BoardRef.dedup_slot`)."""
+    group = f"{slot}:{event_id // DEDUP_GROUP}" if slot else str(event_id // DEDUP_GROUP)
+    return f"{key_prefix()}:dd:{group}", str(event_id % DEDUP_GROUP)
 
 
-MarkedEvent = tuple[int, datetime]  # (event id, accepted_at): what a dedup marker names
+class MarkedEvent(NamedTuple):
+    """What a dedup marker names, and where it lies."""
+
+    event_id: int
+    accepted_at: datetime
+    slot: str = ""  # `BoardRef.dedup_slot` of the event's boards: "" on one Redis
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from common.db import rows_by_keys
-from common.redis import client, lua_path, lua_script
+from common.redis import client, lua_path, lua_script, on_cluster
 from seasons.catalog import catalog_get
 from seasons.models import Game, Season
 from seasons.periods import BadPeriod
@@ -384,8 +384,10 @@ def _run(script: str, call: Call) -> Any:
 
 def _split(view: BoardView) -> ShardedBoard | None:
     """The board's shards when its season splits boards by player (board_shards > 1): its reads
-    are scatter-gathers (sharded.py) whose replies take the one-set scripts' shapes below."""
-    if view.season.board_shards <= 1:
+    are scatter-gathers (sharded.py) whose replies take the one-set scripts' shapes below. On a
+    Redis Cluster every board reads this way, a board of one set too: the one-set scripts read the
+    names hash beside the board, in another slot there."""
+    if view.season.board_shards <= 1 and not on_cluster():
         return None
     return sharded(
         view.ref,

@@ -26,7 +26,7 @@ from typing import Any
 
 from redis.cluster import RedisCluster
 
-from common.redis import client, lua_path, lua_script, lua_source
+from common.redis import boards_client, client, lua_path, lua_script, lua_source
 
 from . import keys
 from .keys import BoardRef
@@ -68,6 +68,9 @@ class ShardedBoard:
         a Redis Cluster, whose client does not pipeline scripts, as concurrent calls (each goes to
         the node of its key's slot)."""
         if isinstance(self.redis, RedisCluster):
+            if len(calls) == 1:  # a board of one set: no hand-off to a thread
+                path, key, args = calls[0]
+                return [self.script(path)(keys=[key], args=args)]
             return list(_CLUSTER_CALLS.map(lambda c: self.script(c[0])(keys=[c[1]], args=c[2]), calls))
         pipe = self.redis.pipeline(transaction=False)
         for path, key, args in calls:
@@ -301,4 +304,5 @@ def _scripts_of(redis: Any, path: str) -> Any:
 
 
 def sharded(ref: BoardRef, *, shards: int, span: int, rule: str, game: str) -> ShardedBoard:
-    return ShardedBoard(ref=ref, shards=shards, span=span, rule=rule, names_key=keys.names_key(game))
+    names_key = keys.names_key(game)
+    return ShardedBoard(ref=ref, shards=shards, span=span, rule=rule, names_key=names_key, redis=boards_client())

@@ -5,8 +5,8 @@ A rebuild (scoring/rebuild.py holds the ledger's side) streams every board's new
 time, so memory stays flat for boards of millions), pauses the game's applies (`game_paused`: the
 apply script answers "paused" and the caller retries), patches the staged copies with what moved
 meanwhile (`board_stage_patch`), then renames every staged key over its live key in one MULTI
-(`boards_swap`). Display names and the hidden set are rebuilt from the players table
-(`names_rebuild`, `hidden_rebuild`).
+(`boards_swap`; on a Redis Cluster one per slot tag). Display names and the hidden set are
+rebuilt from the players table (`names_rebuild`, `hidden_rebuild`).
 """
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models import Q
 from redis.client import Pipeline
 
-from common.redis import client
+from common.redis import boards_client, client
 from seasons.models import Game
 
 from . import keys
@@ -27,6 +27,7 @@ from .codec import ScoreCodec
 from .keys import BoardRef, shard_of
 from .kinds import KINDS
 from .models import Friendship, Player
+from .slots import hidden_slots_rebuild, live_slots
 from .tally import BoardEntry, BoardScores, moment_of
 
 PAUSE_TTL_S = 120
@@ -93,7 +94,7 @@ class BoardStager:
         self._boards: dict[tuple[str, int, str, str, int], _Staging] = {}
         self._sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-stager")
         self._sent: Future[list[Any]] | None = None
-        self._pipe = client().pipeline(transaction=False)
+        self._pipe = boards_client().pipeline(transaction=False)
         # ZADD with flat (score, member) arguments, as they stream in: no mapping built per chunk.
         self._command: Callable[..., Any] = self._pipe.execute_command
         self._queued = 0
@@ -137,7 +138,8 @@ class BoardStager:
         ref = BoardRef(self.game, season_id, kind, region, period, None if shard < 0 else shard)
         board = _Staging(ref=ref, key=ref.key + keys.REBUILD_SUFFIX, time_bits=self.codecs[season_id].time_bits)
         self._boards[(kind, season_id, region, period, shard)] = board
-        self._pipe.delete(board.key, keys.distinct_key(board.key))  # a leftover of an earlier run
+        for name in (board.key, keys.distinct_key(board.key)):  # a leftover of an earlier run
+            self._pipe.delete(name)  # one key a command: a cluster's pipeline takes no more
         return board
 
     def _flush(self, board: _Staging) -> None:
@@ -154,7 +156,7 @@ class BoardStager:
     def _send(self) -> None:
         self._wait()  # one pipeline in flight at most: memory stays bounded, commands keep their order
         self._sent = self._sender.submit(self._pipe.execute)
-        self._pipe = client().pipeline(transaction=False)
+        self._pipe = boards_client().pipeline(transaction=False)
         self._command = self._pipe.execute_command
         self.members += self._queued
         if self.progress:
@@ -177,7 +179,8 @@ class BoardStager:
             ttl = done.ttl_left_s(now)
             names = [board.key, keys.distinct_key(board.key)] if self.dense else [board.key]
             if ttl is not None and ttl <= 0:
-                self._pipe.unlink(*names)
+                for name in names:
+                    self._pipe.unlink(name)
                 continue
             if ttl is not None:
                 for name in names:
@@ -205,7 +208,7 @@ def board_stage_patch(
     `fresh` not staged yet (its period began during phase 1) is added unless its lifetime has
     ended."""
     fresh = {k: b for k, b in fresh.items() if k in staged or not b.expired(now)}
-    redis = client()
+    redis = boards_client()
     touched = sorted(players)
     old_points: dict[str, set[int]] = {}
     if dense and touched and staged:
@@ -261,9 +264,17 @@ def game_paused(game: str, reason: str) -> Iterator[None]:
     flag expires by itself if the process dies."""
     redis = client()
     redis.set(keys.pause_key(game), reason, ex=PAUSE_TTL_S)
+    slots = live_slots(game)  # on a cluster, the copy in each slot the scripts read
+    if slots:
+        pipe = boards_client().pipeline(transaction=False)
+        for slot in slots:
+            pipe.set(keys.pause_key(game, slot), reason, ex=PAUSE_TTL_S)
+        pipe.execute()
     try:
         yield
     finally:
+        if slots:
+            boards_client().delete(*(keys.pause_key(game, slot) for slot in slots))
         redis.delete(keys.pause_key(game))
 
 
@@ -286,7 +297,7 @@ def boards_swap(
     before the swap has marked nothing. Returns the number of live
     boards dropped. The old values are unlinked (freed in the background), so a 1M-member board
     does not block Redis."""
-    redis = client()
+    redis = boards_client()
     scanned = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
     # Live boards and their dense companions (not staged copies, leftovers or versions).
     existing = {k for k in scanned if keys.is_board_key(k) or (k.endswith(":d") and keys.is_board_key(k[:-2]))}
@@ -296,27 +307,44 @@ def boards_swap(
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).season_id in season_ids}
     if shard is not None:
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).shard == shard}
-    pipe = redis.pipeline(transaction=True)
+    # One MULTI on one Redis; on a cluster one per slot (a MULTI's keys share a slot), every slot's
+    # boards, versions and markers together, the game paused meanwhile. RENAME goes through
+    # execute_command: redis-py's cluster pipeline blocks its method, as the two names could lie in
+    # two slots; here they share one (a board's keys carry its slot tag).
+    pipes: dict[str, Any] = {}
+
+    def pipe_of(slot: str) -> Any:
+        if slot not in pipes:
+            pipes[slot] = redis.pipeline(transaction=True)
+        return pipes[slot]
+
+    def slot_of(key: str) -> str:
+        return BoardRef.from_key(key.removesuffix(":d")).dedup_slot
+
     old_keys = []
     for key in board_keys:
         for name in [key, keys.distinct_key(key)] if dense else [key]:
             if name in existing:
-                pipe.rename(name, name + keys.OLD_SUFFIX)
+                pipe_of(slot_of(key)).execute_command("RENAME", name, name + keys.OLD_SUFFIX)
                 old_keys.append(name + keys.OLD_SUFFIX)
     for key in board_keys:
-        pipe.rename(key + keys.REBUILD_SUFFIX, key)
+        pipe = pipe_of(slot_of(key))
+        pipe.execute_command("RENAME", key + keys.REBUILD_SUFFIX, key)
         if dense:
-            pipe.rename(keys.distinct_key(key + keys.REBUILD_SUFFIX), keys.distinct_key(key))
+            pipe.execute_command("RENAME", keys.distinct_key(key + keys.REBUILD_SUFFIX), keys.distinct_key(key))
     stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
-    versions_renew(pipe, [*board_keys, *(k for k in stale if keys.is_board_key(k))])
+    version = versions_next()
+    for key in [*board_keys, *(k for k in stale if keys.is_board_key(k))]:
+        pipe_of(slot_of(key)).set(keys.version_key(key), version)
     marker_keys = set()
-    for event_id, accepted_at in applied_events:
-        dkey, dfield = keys.dedup_location(event_id)
-        pipe.hset(dkey, dfield, keys.dedup_tag(event_id, accepted_at))
-        marker_keys.add(dkey)
-    for dkey in marker_keys:
-        pipe.expire(dkey, dedup_ttl_s)
-    pipe.execute()
+    for event_id, accepted_at, slot in applied_events:
+        dkey, dfield = keys.dedup_location(event_id, slot)
+        pipe_of(slot).hset(dkey, dfield, keys.dedup_tag(event_id, accepted_at))
+        marker_keys.add((slot, dkey))
+    for slot, dkey in marker_keys:
+        pipe_of(slot).expire(dkey, dedup_ttl_s)
+    for pipe in pipes.values():
+        pipe.execute()
     garbage = old_keys + stale
     if garbage:
         redis.unlink(*garbage)
@@ -324,19 +352,24 @@ def boards_swap(
 
 
 def versions_renew(pipe: Pipeline, board_keys: Iterable[str]) -> None:
-    """Queue new versions for boards whose content is replaced wholesale (a swap): Redis's clock in
-    microseconds, above every version the boards had (those started at the clock of their birth
-    and went up by one per change). Cached answers of the old content are then never served."""
-    seconds, micros = client().time()
-    version = str(int(seconds) * 1_000_000 + int(micros))
+    """Queue new versions for boards whose content is replaced wholesale (a swap): `versions_next`."""
+    version = versions_next()
     for key in board_keys:
         pipe.set(keys.version_key(key), version)
+
+
+def versions_next() -> str:
+    """A version above every version the boards had: Redis's clock in microseconds (versions start
+    at the clock of their board's birth and go up by one per change). Cached answers of a board
+    whose content is replaced wholesale are then never served."""
+    seconds, micros = boards_client().time()
+    return str(int(seconds) * 1_000_000 + int(micros))
 
 
 def names_rebuild(*, game: Game) -> None:
     """The game's display names from the players table into Redis."""
     names = Player.objects.filter(game=game, display_name__isnull=False).values_list("player_id", "display_name")
-    redis = client()
+    redis = boards_client()
     batch: dict[str, str] = {}
     for player_id, name in names.iterator(chunk_size=10_000):
         batch[player_id] = name or ""
@@ -376,3 +409,4 @@ def hidden_rebuild(*, game: Game) -> None:
     if hidden:
         pipe.sadd(keys.hidden_key(game.slug), *hidden)
     pipe.execute()
+    hidden_slots_rebuild(game=game.slug, hidden=hidden)

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from common.db import copy_rows
-from common.redis import client
+from common.redis import boards_client
 from seasons.models import Season
 from seasons.services import season_mark_archived
 
@@ -557,7 +557,7 @@ class _Turns:
 
 def season_keys_expire(*, season: Season) -> None:
     """Give every Redis key of a frozen season an expiry (SEASON_KEYS_TTL_AFTER_FREEZE_S)."""
-    redis = client()
+    redis = boards_client()
     ttl = int(settings.SEASON_KEYS_TTL_AFTER_FREEZE_S)
     pipe = redis.pipeline(transaction=False)
     for key in redis.scan_iter(match=keys.season_pattern(season.game.slug, season.id), count=1000):
@@ -570,7 +570,7 @@ def season_archive(*, season: Season, now: datetime) -> bool:
     season is `archived` from then on. False when it is not frozen or already archived."""
     if season.frozen_at is None or season.archived_at is not None:
         return False
-    redis = client()
+    redis = boards_client()
     found = list(redis.scan_iter(match=keys.season_pattern(season.game.slug, season.id), count=1000))
     for start in range(0, len(found), 1000):
         redis.unlink(*found[start : start + 1000])

@@ -10,7 +10,7 @@ and are applied after.
 from dataclasses import dataclass
 from datetime import timedelta
 
-from common.redis import client
+from common.redis import boards_client
 from seasons.models import Season, TieRule
 from seasons.periods import WEEK
 
@@ -32,7 +32,7 @@ class WeekReport:
 
 
 def _merge_days(codec: ScoreCodec, day_keys: list[str], *, ascending: bool) -> dict[str, int]:
-    redis = client()
+    redis = boards_client()
     tallies: dict[str, Tally] = {}
     for key in day_keys:
         for player, score in redis.zscan_iter(key, count=5000):
@@ -48,7 +48,7 @@ def _merge_days(codec: ScoreCodec, day_keys: list[str], *, ascending: bool) -> d
 def week_rebuild(*, season: Season, week: str, swap: bool) -> WeekReport:
     """Re-derive every region's board of `week` from its day boards; compare with the live week
     (and with `swap`, replace it)."""
-    redis = client()
+    redis = boards_client()
     game = season.game.slug
     codec = ScoreCodec(season.time_bits)
     first = WEEK.start(week)
@@ -77,7 +77,7 @@ def week_rebuild(*, season: Season, week: str, swap: bool) -> WeekReport:
                 for i in range(0, len(items), 5000):
                     pipe.zadd(temp, dict(items[i : i + 5000]))
                 pipe.expire(temp, WEEKLY.ttl_s())
-                pipe.rename(temp, week_key)
+                pipe.execute_command("RENAME", temp, week_key)  # one slot: see staging.boards_swap
                 versions_renew(pipe, [week_key])
                 if dense:  # the dense rule counts distinct points: the companion follows the board
                     companion = keys.distinct_key(week_key)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
-from common.redis import client, lua_path, lua_script
+from common.redis import boards_client, client, lua_path, lua_script, on_cluster
 from seasons.models import Game, Season, TieRule
 from seasons.selectors import seasons_by_id
 
@@ -26,6 +26,8 @@ from . import keys
 from .codec import ScoreCodec, reached_seconds
 from .keys import BoardRef
 from .kinds import KINDS
+from .slots import hidden_slots_change
+from .slots import hidden_slots_fill as slots_fill
 
 APPLY_SCRIPT = lua_path(__file__, "apply_events.lua")
 CORRECT_SCRIPT = lua_path(__file__, "correct_player.lua")
@@ -99,10 +101,11 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
         shard = keys.shard_of(e.player_id, shards) if shards > 1 else None
         groups[(e.season_id, e.day, e.region, e.extra_boards, shard)].append(e)
 
-    redis = client()
+    redis = boards_client()
     script = lua_script(APPLY_SCRIPT)
-    pipe = redis.pipeline(transaction=False)
-    calls: list[tuple[list[EventRow], list[str]]] = []
+    cluster = on_cluster()
+    calls: list[tuple[list[EventRow], list[str], list[str], list[Any]]] = []
+    slots: dict[str, set[str]] = defaultdict(set)  # game -> the slots written (on a cluster)
     for (season_id, day, region, extra, shard), rows in groups.items():
         season, game = meta[season_id]
         codec = ScoreCodec(season.time_bits)
@@ -114,9 +117,13 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
             sums = [replace(b, shard=shard) for b in sums]
             bests = [replace(b, shard=shard) for b in bests]
         boards = sums + bests
+        slot = boards[0].dedup_slot  # "" on one Redis; on a cluster every key below shares it
+        if cluster:
+            slots[game.slug].add(slot)
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
-            script_keys: list[str] = [keys.pause_key(game.slug), keys.hidden_key(game.slug)] + [b.key for b in boards]
+            script_keys: list[str] = [keys.pause_key(game.slug, slot), keys.hidden_key(game.slug, slot)]
+            script_keys += [b.key for b in boards]
             if dense:
                 script_keys += [b.distinct_key for b in boards]
             script_keys += [b.version_key for b in boards]
@@ -124,7 +131,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
             args: list[Any] = [codec.time_span, codec.max_points, len(sums), len(bests), int(dense), dedup_ttl_s]
             args += [ttl_s(b.board) for b in boards]
             for e in part:
-                dkey, dfield = keys.dedup_location(e.id)
+                dkey, dfield = keys.dedup_location(e.id, slot)
                 if dkey not in dedup_index:
                     script_keys.append(dkey)
                     dedup_index[dkey] = len(script_keys)
@@ -138,10 +145,18 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
                     min(reached, codec.max_reached_s),
                     keys.dedup_tag(e.id, e.accepted_at),
                 ]
+            calls.append((part, [b.whole.key for b in boards], script_keys, args))  # pushes are per whole board
+    if cluster:  # one call per slot (no scripts in a cluster's pipelines), after the hidden sets
+        for game_slug, game_slots in slots.items():
+            slots_fill(game=game_slug, slots=game_slots)
+        replies = [script(keys=script_keys, args=args, client=redis) for _, _, script_keys, args in calls]
+    else:  # every group in one round trip
+        pipe = redis.pipeline(transaction=False)
+        for _, _, script_keys, args in calls:
             script(keys=script_keys, args=args, client=pipe)
-            calls.append((part, [b.whole.key for b in boards]))  # the live publisher pushes whole boards
+        replies = pipe.execute()
     changed: set[str] = set()
-    for (part, board_keys), reply in zip(calls, pipe.execute(), strict=True):
+    for (part, board_keys, _, _), reply in zip(calls, replies, strict=True):
         if reply[0] == "paused":
             report.paused += len(part)
             continue
@@ -190,23 +205,25 @@ def player_scores_write(
     codec = ScoreCodec(season.time_bits)
     dense = game.tie_rule == TieRule.DENSE
     board_keys = [w.key for w in writes]
+    # One player's boards of one season: one slot on a cluster ("" on one Redis).
+    slot = BoardRef.from_key(board_keys[0]).dedup_slot if board_keys else ""
     script_keys = [
-        keys.pause_key(game.slug),
+        keys.pause_key(game.slug, slot),
         *board_keys,
         *(keys.distinct_key(k) for k in board_keys),
         *(keys.version_key(k) for k in board_keys),
     ]
     marks: list[int | str] = []
     index: dict[str, int] = {}
-    for event_id, accepted_at in included_events:
-        dkey, dfield = keys.dedup_location(event_id)
+    for event_id, accepted_at, _ in included_events:
+        dkey, dfield = keys.dedup_location(event_id, slot)
         if dkey not in index:
             script_keys.append(dkey)
             index[dkey] = len(script_keys)
         marks += [index[dkey], dfield, keys.dedup_tag(event_id, accepted_at)]
     values = ["" if w.score is None else str(w.score) for w in writes]
     ttls = [w.ttl_s for w in writes]
-    redis = client()
+    redis = boards_client()
     reply = lua_script(CORRECT_SCRIPT)(
         keys=script_keys,
         args=[player_id, len(writes), codec.time_span, int(dense), *values, *ttls, *marks],
@@ -215,12 +232,13 @@ def player_scores_write(
     if reply[0] == "paused":
         raise GamePaused(game.slug)
     changed = int(reply[1])
-    pipe = redis.pipeline(transaction=False)
     if changed:
-        pipe.sadd(keys.dirty_key(), *board_keys)
-    for dkey in index:
-        pipe.expire(dkey, dedup_ttl_s)
-    pipe.execute()
+        boards_touched(BoardRef.from_key(k).whole.key for k in board_keys)
+    if index:
+        pipe = redis.pipeline(transaction=False)
+        for dkey in index:
+            pipe.expire(dkey, dedup_ttl_s)
+        pipe.execute()
     return changed
 
 
@@ -229,24 +247,24 @@ def dedup_marked(*, events: list[keys.MarkedEvent]) -> set[int]:
     boards hold them (or a script that applied them has run), whatever their `applied_at` says yet."""
     if not events:
         return set()
-    pipe = client().pipeline(transaction=False)
-    for event_id, _ in events:
-        pipe.hget(*keys.dedup_location(event_id))
+    pipe = boards_client().pipeline(transaction=False)
+    for event_id, _, slot in events:
+        pipe.hget(*keys.dedup_location(event_id, slot))
     return {
         event_id
-        for (event_id, accepted_at), tag in zip(events, pipe.execute(), strict=True)
+        for (event_id, accepted_at, _), tag in zip(events, pipe.execute(), strict=True)
         if tag == keys.dedup_tag(event_id, accepted_at)
     }
 
 
-def dedup_clear(*, event_ids: list[int]) -> None:
+def dedup_clear(*, events: list[keys.MarkedEvent]) -> None:
     """Forget that results were applied: the next apply of each counts it (a withheld or reinstated
     result, whose old contribution a correction already took off the boards)."""
-    if not event_ids:
+    if not events:
         return
-    pipe = client().pipeline(transaction=False)
-    for event_id in event_ids:
-        pipe.hdel(*keys.dedup_location(event_id))
+    pipe = boards_client().pipeline(transaction=False)
+    for event in events:
+        pipe.hdel(*keys.dedup_location(event.event_id, event.slot))
     pipe.execute()
 
 
@@ -254,7 +272,7 @@ def names_store(*, game: str, names: Mapping[str, str]) -> None:
     """Display names into the game's names hash (read by the board scripts), and a new names
     version (cached top-N answers show names)."""
     if names:
-        pipe = client().pipeline(transaction=True)
+        pipe = boards_client().pipeline(transaction=not on_cluster())  # two slots on a cluster
         pipe.hset(keys.names_key(game), mapping=dict[Any, Any](names))
         pipe.incr(keys.names_version_key(game))
         pipe.execute()
@@ -264,7 +282,7 @@ def names_fill(*, game: str, names: Mapping[str, str]) -> None:
     """`names_store` for players who have no name in Redis yet: a late copy (written again after a
     Redis outage) never overwrites a name set since."""
     if names:
-        pipe = client().pipeline(transaction=True)
+        pipe = boards_client().pipeline(transaction=not on_cluster())
         for player_id, name in names.items():
             pipe.hsetnx(keys.names_key(game), player_id, name)
         pipe.incr(keys.names_version_key(game))
@@ -272,7 +290,7 @@ def names_fill(*, game: str, names: Mapping[str, str]) -> None:
 
 
 def name_forget(*, game: str, player_id: str) -> None:
-    pipe = client().pipeline(transaction=True)
+    pipe = boards_client().pipeline(transaction=not on_cluster())
     pipe.hdel(keys.names_key(game), player_id)
     pipe.incr(keys.names_version_key(game))
     pipe.execute()
@@ -303,8 +321,10 @@ def hidden_add(*, game: str, player_ids: list[str]) -> None:
     """Hidden or deleted: the writer skips their results and corrections take them off."""
     if player_ids:
         client().sadd(keys.hidden_key(game), *player_ids)
+        hidden_slots_change(game=game, player_ids=player_ids, hidden=True)
 
 
 def hidden_remove(*, game: str, player_ids: list[str]) -> None:
     if player_ids:
         client().srem(keys.hidden_key(game), *player_ids)
+        hidden_slots_change(game=game, player_ids=player_ids, hidden=False)

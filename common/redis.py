@@ -20,11 +20,13 @@ from pathlib import Path
 import redis
 from django.conf import settings
 from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.retry import Retry
 
 _client_lock = threading.Lock()
 _clients: dict[str, redis.Redis] = {}
+_cluster_clients: dict[str, RedisCluster] = {}
 
 
 def quick_retry() -> Retry:
@@ -57,6 +59,36 @@ def client_for(url: str) -> redis.Redis:
         return _clients[url]
 
 
+def on_cluster() -> bool:
+    """Whether the boards live on a Redis Cluster (REDIS_CLUSTER_URL set)."""
+    return bool(settings.REDIS_CLUSTER_URL)
+
+
+def boards_client() -> "redis.Redis | RedisCluster":
+    """The client of the boards' Redis: the cluster's (redis-py's RedisCluster, which routes each
+    key to its slot's node) when REDIS_CLUSTER_URL is set, else `client()`. Everything boards/keys.py
+    lists as living on the cluster goes through this one; on a cluster a script's keys share one
+    slot tag, and pipelines hold no scripts (redis-py refuses them there)."""
+    url = str(settings.REDIS_CLUSTER_URL)
+    if not url:
+        return client()
+    found = _cluster_clients.get(url)
+    if found is not None:
+        return found
+    with _client_lock:
+        if url not in _cluster_clients:
+            _cluster_clients[url] = RedisCluster.from_url(
+                url,
+                decode_responses=True,
+                socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
+                socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
+                # A failover takes the cluster a few seconds: redis-py refreshes its slot map on
+                # MOVED and connection errors and retries; a read then answers 503, never hangs.
+                retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+            )
+        return _cluster_clients[url]
+
+
 def key_prefix() -> str:
     """The deployment's prefix, first part of every key."""
     return str(settings.REDIS_KEY_PREFIX)
@@ -65,21 +97,22 @@ def key_prefix() -> str:
 def deployment_keys_drop(*, keep: Iterable[str] = ()) -> int:
     """Unlink every key of this deployment (its prefix, the Celery queue's included) except `keep`;
     returns how many went. Another deployment's keys on the same Redis are not touched (never
-    FLUSHDB). For bringing Redis in line with a restored ledger (scoring/recovery.py)."""
-    redis = client()
+    FLUSHDB). For bringing Redis in line with a restored ledger (scoring/recovery.py). With the
+    boards on a Redis Cluster, its keys of this deployment go too (every master scanned)."""
     pattern = _glob_escape(key_prefix()) + ":*"
     kept = set(keep)
     dropped = 0
-    batch: list[str] = []
-    for key in redis.scan_iter(match=pattern, count=5000):
-        if key in kept:
-            continue
-        batch.append(key)
-        if len(batch) >= 1000:
-            dropped += int(redis.unlink(*batch))
-            batch = []
-    if batch:
-        dropped += int(redis.unlink(*batch))
+    for store in [client(), boards_client()] if on_cluster() else [client()]:
+        batch: list[str] = []
+        for key in store.scan_iter(match=pattern, count=5000):
+            if key in kept:
+                continue
+            batch.append(key)
+            if len(batch) >= 1000:
+                dropped += int(store.unlink(*batch))
+                batch = []
+        if batch:
+            dropped += int(store.unlink(*batch))
     return dropped
 
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from boards.keys import BoardRef
+from boards.keys import BoardRef, MarkedEvent
 from boards.kinds import KINDS
 from boards.services import player_lock
 from boards.tally import BoardScores
@@ -44,7 +44,7 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
         )
         expected = ledger_boards(game=game, player_ids=[player_id])
         seasons = seasons_by_id(season_ids={e[0] for e in events} | {b.ref.season_id for b in expected.values()})
-        included = [(e[5], e[7]) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
+        included = [(e[0], MarkedEvent(e[5], e[7])) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
         keys: dict[int, set[str]] = {}
         for season_id, day, region, *_, extra, _accepted_at in events:
             shards = seasons[season_id].board_shards
@@ -64,10 +64,10 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
                 season=seasons[season_id],
                 player_id=player_id,
                 writes=writes,
-                included_events=included,
+                # Each with its own season's writes: on a cluster a marker lies in its season's slot.
+                included_events=[event for event_season, event in included if event_season == season_id],
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
-            included = []  # markers are per event, written once
     return changed
 
 
@@ -128,7 +128,7 @@ def player_boards_rewrite(
                 season=seasons[season_id],
                 player_id=player_id,
                 writes=writes,
-                included_events=[(e[0], e[5]) for e in included if e[1] == season_id],
+                included_events=[MarkedEvent(e[0], e[5]) for e in included if e[1] == season_id],
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
     return changed

@@ -11,6 +11,8 @@ from django.db.models import F, Max, Sum
 from django.utils import timezone
 
 from anticheat.services import ANOMALY_POLICY, AnomalyPolicy, anomalies_judge, audit, ban_record
+from boards.keys import MarkedEvent
+from boards.slots import EventSlots
 from boards.writer import dedup_clear
 from seasons.models import Game
 
@@ -161,7 +163,12 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
         )
     # Their dedup markers go: once approved, they must be applied again (a queued copy of the old
     # apply finds them pending in the ledger and skips them).
-    dedup_clear(event_ids=[e.id for e in locked])
+    slots = EventSlots()
+    dedup_clear(
+        events=[
+            MarkedEvent(e.id, e.accepted_at, slots.of(season_id=e.season_id, player_id=e.player_id)) for e in locked
+        ]
+    )
     _correct_players(locked)
 
 
@@ -282,12 +289,19 @@ def results_reinstate(*, event_ids: list[int], reason: str, actor: Actor = None,
     transaction, or a concurrent revoke) changes nothing."""
     from .services import enqueue_apply
 
-    candidates = list(
+    found = list(
         ScoreEvent.objects.filter(id__in=event_ids, status=EventStatus.REVOKED)
         .exclude(player_id__startswith=DELETED_PREFIX)
-        .values_list("id", flat=True)
+        .values_list("id", "accepted_at", "season_id", "player_id")
     )
-    dedup_clear(event_ids=candidates)
+    candidates = [event_id for event_id, *_ in found]
+    slots = EventSlots()
+    dedup_clear(
+        events=[
+            MarkedEvent(event_id, at, slots.of(season_id=season_id, player_id=player))
+            for event_id, at, season_id, player in found
+        ]
+    )
     now = timezone.now()
     with transaction.atomic():
         events = list(

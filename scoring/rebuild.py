@@ -36,8 +36,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from boards.codec import ScoreCodec
-from boards.keys import rebuild_lock_key
+from boards.keys import MarkedEvent, rebuild_lock_key
 from boards.kinds import KINDS
+from boards.slots import EventSlots
 from boards.staging import (
     BoardStager,
     Progress,
@@ -168,11 +169,17 @@ def _rebuild(
             now = timezone.now()
             touched = players_touched_since(game=game, since=started - timedelta(seconds=TOUCHED_MARGIN_S))
             pending = unapplied_events(game=game, season_ids=list(codecs) if live_only else None)
+            slots = EventSlots()  # where each one's marker lies ("" on one Redis)
             waiting: list[int] = []
             if partial:  # the worker will apply these to every board, the rebuilt ones included
-                marked = dedup_marked(events=[(event_id, accepted_at) for event_id, _, accepted_at in pending])
-                waiting = [event_id for event_id, _, _ in pending if event_id not in marked]
-                touched |= {player for event_id, player, _ in pending if event_id not in marked}
+                marked = dedup_marked(
+                    events=[
+                        MarkedEvent(event_id, accepted_at, slots.of(season_id=season_id, player_id=player))
+                        for event_id, player, accepted_at, season_id in pending
+                    ]
+                )
+                waiting = [event_id for event_id, *_ in pending if event_id not in marked]
+                touched |= {player for event_id, player, *_ in pending if event_id not in marked}
             fresh = (
                 ledger_boards(game=game, player_ids=touched, kinds=chosen, exclude_event_ids=waiting or None)
                 if touched
@@ -185,7 +192,14 @@ def _rebuild(
         report.recomputed_players = len(touched)
         board_stage_patch(staged=staged, fresh=fresh, players=touched, dense=dense, codecs=codecs, now=now)
         lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
-        applied = [] if partial else [(event_id, accepted_at) for event_id, _, accepted_at in pending]
+        applied = (
+            []
+            if partial
+            else [
+                MarkedEvent(event_id, accepted_at, slots.of(season_id=season_id, player_id=player))
+                for event_id, player, accepted_at, season_id in pending
+            ]
+        )
         report.removed_keys = boards_swap(
             game=game.slug,
             board_keys=set(staged),
@@ -199,7 +213,7 @@ def _rebuild(
         if partial:
             report.left_to_the_worker = len(waiting)
         else:
-            report.marked_applied = _flag_applied([event_id for event_id, _ in applied])
+            report.marked_applied = _flag_applied([event.event_id for event in applied])
     report.paused_s = round(time.monotonic() - clock, 2)
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)

@@ -48,7 +48,7 @@ from boards.tally import BoardScores, moment_of
 from boards.writer import GamePaused
 from common.locks import lock_taken
 from common.metrics import count, gauge_set
-from common.redis import client
+from common.redis import boards_client, client
 from seasons.models import Game, Season
 from seasons.selectors import seasons_of
 
@@ -189,7 +189,7 @@ def _comparable(key: str, *, ledger_last: datetime | None, redis_ttl: int, now: 
 
 
 def _scan_full(*, game: Game, seasons: Sequence[Season], now: datetime, scan: _Scan, report: ReconcileReport) -> None:
-    redis = client()
+    redis = boards_client()
     for season in seasons:
         in_redis = [
             str(k)
@@ -265,7 +265,7 @@ def _scan_sample(
     scan: _Scan,
     report: ReconcileReport,
 ) -> None:
-    redis = client()
+    redis = boards_client()
     players = sampled_players(game=game, size=size, rng=rng)
     drawn: set[str] = set()  # boards members were drawn from: ghosts on them are found too
     pipe = redis.pipeline(transaction=False)
@@ -337,7 +337,7 @@ def sampled_players(*, game: Game, size: int, rng: random.Random) -> set[str]:
 
 
 def _pipelined(commands: Iterable[tuple[str, str]]) -> list[Any]:
-    pipe = client().pipeline(transaction=False)
+    pipe = boards_client().pipeline(transaction=False)
     for name, key in commands:
         getattr(pipe, name)(key)
     return list(pipe.execute())
@@ -377,7 +377,7 @@ def _confirm(*, game: Game, seasons: Sequence[Season], scan: _Scan, report: Reco
     fingerprints of the player's results. Stops once more than REBUILD_ABOVE are confirmed (the
     game is rebuilt then)."""
     drift: list[Drift] = []
-    redis = client()
+    redis = boards_client()
     players = sorted(scan.candidates)
     for start in range(0, len(players), CONFIRM_BATCH):
         if len(drift) > REBUILD_ABOVE:

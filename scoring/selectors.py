@@ -31,7 +31,7 @@ from boards.keys import GLOBAL, BoardRef, board_pattern, is_board_key
 from boards.kinds import KINDS, BoardKind
 from boards.selectors import BoardView, board_ranks, frozen_own_rank, hidden_players_sql, player_hidden
 from boards.tally import BoardEntry, BoardScores, moment_of
-from common.redis import client
+from common.redis import boards_client
 from seasons.models import Game, Season
 from seasons.selectors import season_shards, seasons_of
 
@@ -366,16 +366,16 @@ def ledger_boards(
 
 
 def unapplied_ids(*, game: Game) -> list[int]:
-    return [event_id for event_id, _, _ in unapplied_events(game=game)]
+    return [event_id for event_id, *_ in unapplied_events(game=game)]
 
 
-def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str, datetime]]:
-    """(event id, player id, accepted_at) of the game's accepted results not yet marked applied (of
-    those seasons only, with `season_ids`)."""
+def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str, datetime, int]]:
+    """(event id, player id, accepted_at, season id) of the game's accepted results not yet marked
+    applied (of those seasons only, with `season_ids`)."""
     events = ScoreEvent.objects.filter(game=game, status=EventStatus.ACCEPTED, applied_at__isnull=True)
     if season_ids is not None:
         events = events.filter(season_id__in=list(season_ids))
-    return list(events.values_list("id", "player_id", "accepted_at"))
+    return list(events.values_list("id", "player_id", "accepted_at", "season_id"))
 
 
 def players_touched_since(*, game: Game, since: datetime) -> set[str]:
@@ -388,7 +388,7 @@ def boards_diff(*, game: Game, now: datetime) -> dict[str, dict[str, tuple[int |
     """Live boards against the ledger: {key: {player: (redis score, ledger score)}} where they differ.
 
     Day and week boards whose TTL has run out are expected to be gone."""
-    redis = client()
+    redis = boards_client()
     expected = {key: board for key, board in ledger_boards(game=game).items() if not board.expired(now)}
     live_keys = {str(k) for k in redis.scan_iter(match=board_pattern(game.slug), count=1000) if is_board_key(str(k))}
     diff: dict[str, dict[str, tuple[int | None, int | None]]] = defaultdict(dict)

@@ -32,9 +32,10 @@ from django.utils import timezone
 
 from boards.epoch import epoch_get
 from boards.keys import dedup_location, dedup_tag, unreflected_mark_key
+from boards.slots import EventSlots
 from boards.writer import GamePaused
 from common.metrics import count
-from common.redis import client
+from common.redis import boards_client, client
 from seasons.models import Game
 from seasons.selectors import frozen_season_ids, games_by_id
 
@@ -145,13 +146,14 @@ def _events(*, after: int, upto: int, applied_since: datetime) -> list[Row]:
 def _missing(rows: list[Row]) -> list[Row]:
     """The rows whose marker Redis does not hold with their own tag."""
     by_key: dict[str, list[tuple[str, Row]]] = defaultdict(list)
+    slots = EventSlots()
     for row in rows:
-        key, dedup_field = dedup_location(row[0])
+        key, dedup_field = dedup_location(row[0], slots.of(season_id=row[3], player_id=row[2]))
         by_key[key].append((dedup_field, row))
     missing: list[Row] = []
     keys = list(by_key)
     for start in range(0, len(keys), 1000):
-        pipe = client().pipeline(transaction=False)
+        pipe = boards_client().pipeline(transaction=False)
         chunk = keys[start : start + 1000]
         for key in chunk:
             pipe.hmget(key, [f for f, _ in by_key[key]])

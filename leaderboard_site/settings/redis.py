@@ -4,6 +4,15 @@ layer."""
 from .env import env_float, env_str, key_prefix_from_env
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# A Redis Cluster for the boards (`redis://host:port` of any node; empty: the boards live on
+# REDIS_URL). What goes there: every board's sorted sets, their companions and versions, the dedup
+# markers, the display names, and per slot tag a copy of the game's pause flag and hidden players
+# (boards/keys.py). What stays on REDIS_URL, and why: the Celery broker and the Channels layer
+# (their clients speak to one Redis, not a cluster: kombu's and channels-redis' own connection
+# code), the anti-cheat and read buckets, the locks, the season catalog, the live publisher's
+# bookkeeping and the metrics (small, written by every request, never large enough to need
+# sharding; on one Redis their scripts keep several keys atomic).
+REDIS_CLUSTER_URL = env_str("REDIS_CLUSTER_URL", "")
 # Reads must fail fast (503) rather than hang when Redis is down: a connection is given this long
 # to open (a refused one fails at once; one that a dead host never answers, this long, twice), a
 # command this long to answer.
