@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop migrate run test bench lint typecheck layers check schema
+.PHONY: help venv services services-stop migrate run run-cluster test bench lint typecheck layers check schema
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -35,6 +35,10 @@ migrate: venv services ## apply database migrations
 run: venv services migrate ## start the stack on PORT (default 8000): web, worker, beat, demo
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	bash scripts/run.sh
+
+run-cluster: venv services migrate ## make run with the boards on a local Redis Cluster (3 masters + 3 replicas, ports 7000-7005)
+	$(PY) manage.py collectstatic --noinput >/dev/null
+	export $$(bash scripts/cluster.sh start) && bash scripts/run.sh
 
 test: venv services ## run the test suite (extra args: PYTEST_ARGS=...); installs chromium if missing
 	bash scripts/browser.sh

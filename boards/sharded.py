@@ -20,16 +20,34 @@ Redis Cluster hash tag (boards/keys.py), so the same calls spread over a cluster
 """
 
 import functools
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from prometheus_client import Histogram
 from redis.cluster import RedisCluster
+from redis.exceptions import NoScriptError
 
-from common.redis import boards_client, client, lua_path, lua_script, lua_source
+from common.redis import boards_read_client, client, lua_path, lua_script, lua_source
 
 from . import keys
 from .keys import BoardRef
+
+SHARD_SECONDS = Histogram(
+    "leaderboard_board_shard_seconds",
+    "On a Redis Cluster, one shard's script of a board read or of an apply (its round trip to the "
+    "shard's node), by game, shard (- for a season not split) and op (read, apply).",
+    ["game", "shard", "op"],
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+)
+
+
+def shard_observe(key: str, op: str, seconds: float) -> None:
+    """One shard's script time, under the labels of the board `key` belongs to."""
+    ref = BoardRef.from_key(key)
+    SHARD_SECONDS.labels(ref.game, "-" if ref.shard is None else str(ref.shard), op).observe(seconds)
+
 
 SLICE_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_slice.lua")
 COUNTS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_counts.lua")
@@ -69,13 +87,33 @@ class ShardedBoard:
         the node of its key's slot)."""
         if isinstance(self.redis, RedisCluster):
             if len(calls) == 1:  # a board of one set: no hand-off to a thread
-                path, key, args = calls[0]
-                return [self.script(path)(keys=[key], args=args)]
-            return list(_CLUSTER_CALLS.map(lambda c: self.script(c[0])(keys=[c[1]], args=c[2]), calls))
+                return [self._cluster_call(*calls[0])]
+            return list(_CLUSTER_CALLS.map(lambda c: self._cluster_call(*c), calls))
         pipe = self.redis.pipeline(transaction=False)
         for path, key, args in calls:
             self.script(path)(keys=[key], args=args, client=pipe)
         return list(pipe.execute())
+
+    def _cluster_call(self, path: str, key: str, args: list[Any]) -> Any:
+        """One script on a cluster: on the key's master, or with a client that reads from replicas
+        (common.redis.boards_read_client) as EVALSHA_RO on one of the slot's replicas, chosen by
+        the client's own slot map and balancer. (redis-py would ask the server for the keys of an
+        EVALSHA_RO, a round trip more, so the node is named here.) A replica that has not seen the
+        script yet (SCRIPT LOAD is not replicated) gets it once with EVAL_RO."""
+        script = self.script(path)
+        cluster: RedisCluster = self.redis  # type: ignore[assignment]  # scripts() checked it
+        strategy = cluster.load_balancing_strategy
+        started = time.perf_counter()
+        if strategy is None:
+            reply = script(keys=[key], args=args)
+        else:
+            node = cluster.nodes_manager.get_node_from_slot(cluster.keyslot(key), load_balancing_strategy=strategy)
+            try:
+                reply = cluster.execute_command("EVALSHA_RO", script.sha, 1, key, *args, target_nodes=node)
+            except NoScriptError:
+                reply = cluster.execute_command("EVAL_RO", script.script, 1, key, *args, target_nodes=node)
+        shard_observe(key, "read", time.perf_counter() - started)
+        return reply
 
     def points(self, score: int) -> int:
         return score // self.span
@@ -305,4 +343,4 @@ def _scripts_of(redis: Any, path: str) -> Any:
 
 def sharded(ref: BoardRef, *, shards: int, span: int, rule: str, game: str) -> ShardedBoard:
     names_key = keys.names_key(game)
-    return ShardedBoard(ref=ref, shards=shards, span=span, rule=rule, names_key=names_key, redis=boards_client())
+    return ShardedBoard(ref=ref, shards=shards, span=span, rule=rule, names_key=names_key, redis=boards_read_client())

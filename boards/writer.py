@@ -12,6 +12,7 @@
 The caller (scoring) owns the ledger and its `applied_at`; this module knows only Redis.
 """
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ from . import keys
 from .codec import ScoreCodec, reached_seconds
 from .keys import BoardRef
 from .kinds import KINDS
+from .sharded import shard_observe
 from .slots import hidden_slots_change
 from .slots import hidden_slots_fill as slots_fill
 
@@ -149,7 +151,11 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
     if cluster:  # one call per slot (no scripts in a cluster's pipelines), after the hidden sets
         for game_slug, game_slots in slots.items():
             slots_fill(game=game_slug, slots=game_slots)
-        replies = [script(keys=script_keys, args=args, client=redis) for _, _, script_keys, args in calls]
+        replies = []
+        for _, _, script_keys, args in calls:
+            started = time.perf_counter()
+            replies.append(script(keys=script_keys, args=args, client=redis))
+            shard_observe(script_keys[2], "apply", time.perf_counter() - started)  # keys[2]: the first board
     else:  # every group in one round trip
         pipe = redis.pipeline(transaction=False)
         for _, _, script_keys, args in calls:

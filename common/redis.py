@@ -20,7 +20,7 @@ from pathlib import Path
 import redis
 from django.conf import settings
 from redis.backoff import ExponentialBackoff
-from redis.cluster import RedisCluster
+from redis.cluster import LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
 from redis.retry import Retry
 
@@ -72,12 +72,26 @@ def boards_client() -> "redis.Redis | RedisCluster":
     url = str(settings.REDIS_CLUSTER_URL)
     if not url:
         return client()
-    found = _cluster_clients.get(url)
+    return _cluster_client(url, replicas=False)
+
+
+def boards_read_client() -> "redis.Redis | RedisCluster":
+    """The client the board reads use: on a cluster with REDIS_CLUSTER_REPLICA_READS, one whose
+    connections to replicas are READONLY and whose read commands go round robin to each slot's
+    replicas (boards/sharded.py sends its read scripts there as EVALSHA_RO); else `boards_client()`."""
+    url = str(settings.REDIS_CLUSTER_URL)
+    if not url or not settings.REDIS_CLUSTER_REPLICA_READS:
+        return boards_client()
+    return _cluster_client(url, replicas=True)
+
+
+def _cluster_client(url: str, *, replicas: bool) -> RedisCluster:
+    found = _cluster_clients.get(f"{url} {replicas}")
     if found is not None:
         return found
     with _client_lock:
-        if url not in _cluster_clients:
-            _cluster_clients[url] = RedisCluster.from_url(
+        if f"{url} {replicas}" not in _cluster_clients:
+            _cluster_clients[f"{url} {replicas}"] = RedisCluster.from_url(
                 url,
                 decode_responses=True,
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
@@ -85,8 +99,9 @@ def boards_client() -> "redis.Redis | RedisCluster":
                 # A failover takes the cluster a few seconds: redis-py refreshes its slot map on
                 # MOVED and connection errors and retries; a read then answers 503, never hangs.
                 retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+                load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if replicas else None,
             )
-        return _cluster_clients[url]
+        return _cluster_clients[f"{url} {replicas}"]
 
 
 def key_prefix() -> str:

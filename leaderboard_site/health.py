@@ -3,8 +3,9 @@
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
+from redis.cluster import RedisCluster
 
-from common.redis import client
+from common.redis import boards_client, client, on_cluster
 from scoring.selectors import queue_lag_s
 
 
@@ -32,4 +33,24 @@ def ready(request: HttpRequest) -> JsonResponse:
     except Exception as exc:
         healthy = False
         body["redis"] = f"error: {exc.__class__.__name__}"
+    if on_cluster():
+        body["redis_cluster"] = cluster = _cluster_health()
+        healthy = healthy and cluster["state"] == "ok"
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+def _cluster_health() -> dict[str, object]:
+    """The boards' Redis Cluster: its state ("ok" once every slot has a master that answers) and
+    each node as the cluster sees it ("master", "replica", with ",fail" when it is down)."""
+    try:
+        redis = boards_client()
+        assert isinstance(redis, RedisCluster)
+        state = str(redis.cluster_info()["cluster_state"])
+        nodes = {}
+        for address, node in sorted(redis.cluster_nodes().items()):
+            flags = str(node["flags"])
+            down = "fail" in flags or not node.get("connected", True)
+            nodes[address] = ("master" if "master" in flags else "replica") + (",fail" if down else "")
+    except Exception as exc:
+        return {"state": f"error: {exc.__class__.__name__}", "nodes": {}}
+    return {"state": state, "nodes": nodes}

@@ -38,6 +38,11 @@ if [ "$DEMO" = 1 ]; then
                    --key-id ${key_id} --secret ${secret} --player maya:50 --player leo:20
 MSG
 fi
+if [ -n "${REDIS_CLUSTER_URL:-}" ]; then
+    cat <<MSG
+    boards on  : the Redis Cluster at ${REDIS_CLUSTER_URL} (scripts/cluster.sh status | stop)
+MSG
+fi
 cat <<MSG
     processes  : .venv/bin/supervisorctl -c ${RUN_DIR}/supervisord.conf status
 

@@ -1,7 +1,7 @@
 """Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
 layer."""
 
-from .env import env_float, env_str, key_prefix_from_env
+from .env import env_bool, env_float, env_str, key_prefix_from_env
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # A Redis Cluster for the boards (`redis://host:port` of any node; empty: the boards live on
@@ -13,6 +13,13 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # bookkeeping and the metrics (small, written by every request, never large enough to need
 # sharding; on one Redis their scripts keep several keys atomic).
 REDIS_CLUSTER_URL = env_str("REDIS_CLUSTER_URL", "")
+# Board reads (top, rank, around, friends, distribution) from the cluster's replicas (READONLY,
+# round robin over each slot's replicas) instead of its masters: more read capacity, at the price
+# of answers as old as a replica's lag behind its master (the replication stream: well under a
+# millisecond on one host, more under load; while a replica resyncs after a failover or a broken
+# link, up to the cluster's node timeout and the resync). A score just applied may then show on a
+# master-read endpoint before a replica-read one. Off by default: every read from the masters.
+REDIS_CLUSTER_REPLICA_READS = env_bool("REDIS_CLUSTER_REPLICA_READS", False)
 # Reads must fail fast (503) rather than hang when Redis is down: a connection is given this long
 # to open (a refused one fails at once; one that a dead host never answers, this long, twice), a
 # command this long to answer.
