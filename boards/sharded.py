@@ -22,9 +22,9 @@ Redis Cluster hash tag (boards/keys.py), so the same calls spread over a cluster
 import functools
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from django.conf import settings
 from prometheus_client import Histogram
 from redis.cluster import RedisCluster
 from redis.exceptions import NoScriptError
@@ -33,6 +33,7 @@ from common.redis import boards_read_client, client, lua_path, lua_script, lua_s
 
 from . import keys
 from .keys import BoardRef
+from .scatter import scatter
 
 SHARD_SECONDS = Histogram(
     "leaderboard_board_shard_seconds",
@@ -75,6 +76,9 @@ class ShardedBoard:
         self.span = span
         self.rule = rule
         self.names_key = names_key
+        # On a cluster, a branch slower than the recent p95 gets a copy on another node of its slot
+        # (boards/scatter.py): a read that may be as stale as a replica's lag.
+        self.hedge = bool(settings.REDIS_CLUSTER_HEDGE_READS)
 
     def script(self, path: str) -> Any:
         if self.redis is client():
@@ -83,12 +87,18 @@ class ShardedBoard:
 
     def scripts(self, calls: Sequence[tuple[str, str, list[Any]]]) -> list[Any]:
         """Run one-key scripts (path, key, ARGV), replies in order: in one pipeline on one Redis; on
-        a Redis Cluster, whose client does not pipeline scripts, as concurrent calls (each goes to
-        the node of its key's slot)."""
+        a Redis Cluster, whose client does not pipeline scripts, written to each key's node at once
+        and gathered as they answer (boards/scatter.py)."""
         if isinstance(self.redis, RedisCluster):
-            if len(calls) == 1:  # a board of one set: no hand-off to a thread
+            if len(calls) == 1:  # a board of one set
                 return [self._cluster_call(*calls[0])]
-            return list(_CLUSTER_CALLS.map(lambda c: self._cluster_call(*c), calls))
+            return scatter(
+                self.redis,
+                [(self.script(path), key, args) for path, key, args in calls],
+                hedge=self.hedge,
+                fallback=lambda index: self._cluster_call(*calls[index]),
+                observe=lambda key, seconds: shard_observe(key, "read", seconds),
+            )
         pipe = self.redis.pipeline(transaction=False)
         for path, key, args in calls:
             self.script(path)(keys=[key], args=args, client=pipe)
@@ -330,9 +340,6 @@ class ShardedBoard:
         replies = pipe.execute()
         s = self.shards
         return [sum(int(x) for x in replies[i * s : (i + 1) * s]) for i in range(len(points))]
-
-
-_CLUSTER_CALLS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="shard-read")
 
 
 @functools.cache

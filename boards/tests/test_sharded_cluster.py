@@ -1,13 +1,16 @@
 """The reads of a board split by player (boards/sharded.py) on a real Redis Cluster: six shards
 whose hash tags spread them over three masters answer exactly what the same members in one sorted
-set answer. (The service itself talks to one Redis still; this is the read side of issue 12.)"""
+set answer, with and without hedged branches (boards/scatter.py). The service on a cluster:
+scoring/tests/test_cluster_service.py."""
 
 import random
+import time
 
 import pytest
+import redis as redis_lib
 from redis.cluster import RedisCluster
 
-from boards import keys
+from boards import keys, scatter
 from boards.keys import BoardRef
 from boards.sharded import ShardedBoard
 from common.redis import client
@@ -57,4 +60,49 @@ def test_six_shards_on_three_masters_read_as_one_set(redis_cluster, rule):
     assert split.friends(sample) == whole.friends(sample)
     assert split.distribution(100) == whole.distribution(100)
     assert split.names(sample[:5]) == whole.names(sample[:5])
+    cluster.close()
+
+
+def _script_calls(cluster_nodes, role: str) -> int:
+    total = 0
+    for node in cluster_nodes:
+        if node.role == role:
+            stats = redis_lib.Redis(port=node.port).info("commandstats")
+            total += sum(int(stats.get(f"cmdstat_{n}", {}).get("calls", 0)) for n in ("evalsha_ro", "eval_ro"))
+    return total
+
+
+def test_hedged_branches_answer_the_same(redis_cluster, monkeypatch):
+    """Every branch hedged at once (a p95 of 0): the copies go to the replicas, the first answer of
+    each branch wins, the connections whose answers were never read are not reused, and every read
+    still equals one sorted set's."""
+    cluster = RedisCluster.from_url(redis_cluster.url, decode_responses=True)
+    plain = client()
+    rng = random.Random(9)
+    game = "clu-hedge"
+    members = {f"h{i:04d}": rng.randint(0, 300) * SPAN + rng.randint(0, SPAN - 1) for i in range(2000)}
+    ref = BoardRef(game, 1, "all")
+    fill(cluster, ref, 6, members, {"h0000": "Hedge"})
+    fill(plain, ref, 1, members, {"h0000": "Hedge"})
+    split = ShardedBoard(
+        ref=ref, shards=6, span=SPAN, rule="competition", names_key=keys.names_key(game), redis=cluster
+    )
+    whole = ShardedBoard(ref=ref, shards=1, span=SPAN, rule="competition", names_key=keys.names_key(game), redis=plain)
+    assert split.top(50) == whole.top(50)  # the scripts loaded (NOSCRIPT takes the ordinary path once)
+    deadline = time.monotonic() + 10
+    while not redis_cluster.is_ok() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the replicas have the members (loopback replication: well under this)
+    split.hedge = True
+    monkeypatch.setattr(scatter.BranchLatency, "FLOOR_S", 0.0)
+    monkeypatch.setattr(scatter.BranchLatency, "EVERY", 10**9)  # the p95 stays 0: every call hedged
+    monkeypatch.setattr(scatter.LATENCY, "p95", 0.0)
+    on_replicas = _script_calls(redis_cluster.nodes, "replica")
+    for player in rng.sample(list(members), 40):
+        assert split.standing(player, exact_ranks=10_000, buckets=100) == whole.standing(
+            player, exact_ranks=10_000, buckets=100
+        )
+        assert split.around(player, 2) == whole.around(player, 2)
+    assert split.top(100) == whole.top(100)
+    assert _script_calls(redis_cluster.nodes, "replica") > on_replicas  # copies went to the replicas
     cluster.close()

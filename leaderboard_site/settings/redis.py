@@ -20,6 +20,11 @@ REDIS_CLUSTER_URL = env_str("REDIS_CLUSTER_URL", "")
 # link, up to the cluster's node timeout and the resync). A score just applied may then show on a
 # master-read endpoint before a replica-read one. Off by default: every read from the masters.
 REDIS_CLUSTER_REPLICA_READS = env_bool("REDIS_CLUSTER_REPLICA_READS", False)
+# Hedged reads on a cluster: a shard's read still unanswered after the process's recent p95 of a
+# shard's read is sent again to another node of its slot (a replica: stale as above), and the first
+# answer wins (boards/scatter.py). Cuts the tail of scatter-gathers over many shards; off by
+# default, since the copy is a replica read.
+REDIS_CLUSTER_HEDGE_READS = env_bool("REDIS_CLUSTER_HEDGE_READS", False)
 # Reads must fail fast (503) rather than hang when Redis is down: a connection is given this long
 # to open (a refused one fails at once; one that a dead host never answers, this long, twice), a
 # command this long to answer.
