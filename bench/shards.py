@@ -16,8 +16,12 @@ With --cluster: no database. A local Redis Cluster (3 masters, 3 replicas, commo
 gets the board split S ways (hash tags spread the shards over the masters), and for each S the
 scatter step of a rank read (one shard_counts.lua per shard, sent concurrently by ShardedBoard) is
 timed --reads times next to single branches (one shard's call alone): the share of scatter steps
-slower than one branch's p99 is printed beside 1 - 0.99^S, what independent branches predict.
-Hedged requests (a duplicate to a replica once a branch passes its p95) are not measured.
+slower than one branch's p99 is printed beside 1 - 0.99^S, what independent branches predict,
+without and with hedging (boards/scatter.py: a copy to a replica once a call passes the recent
+p95), and a whole rank read (ShardedBoard.standing) one at a time: reads/s, p50, p99.
+
+With --ingest EVENTS: the board writer's apply rate (events/s through boards/writer.py, batches of
+2,000 results as the worker applies them) at each S, on REDIS_URL's Redis and on a local cluster.
 """
 
 import argparse
@@ -126,21 +130,89 @@ def cluster_tail(players: int, reads: int, shard_counts: list[int]) -> None:
                 branch.append(time.perf_counter() - t)
             branch.sort()
             p99 = branch[int(len(branch) * 0.99)]
-            scatter: list[float] = []
-            for i in range(reads):
-                player = sample[i % len(sample)]
-                t = time.perf_counter()
-                board.counts([(player, members[player])])
-                scatter.append(time.perf_counter() - t)
-            scatter.sort()
-            slow = sum(1 for x in scatter if x > p99) / len(scatter)
             print(
-                f"cluster S={shards}: branch p50 {statistics.median(branch) * 1000:.2f} ms p99 {p99 * 1000:.2f} ms; "
-                f"scatter p50 {statistics.median(scatter) * 1000:.2f} ms "
-                f"p99 {scatter[int(len(scatter) * 0.99)] * 1000:.2f} ms; "
-                f"scatters over a branch's p99 {100 * slow:.1f}% (1 - 0.99^S = {100 * (1 - 0.99**shards):.1f}%)"
+                f"cluster S={shards}: branch p50 {statistics.median(branch) * 1000:.2f} ms p99 {p99 * 1000:.2f} ms "
+                f"(1 - 0.99^S = {100 * (1 - 0.99**shards):.1f}%)"
+            )
+            for hedge in (False, True):
+                board.hedge = hedge
+                scatter: list[float] = []
+                for i in range(reads):
+                    player = sample[i % len(sample)]
+                    t = time.perf_counter()
+                    board.counts([(player, members[player])])
+                    scatter.append(time.perf_counter() - t)
+                scatter.sort()
+                slow = sum(1 for x in scatter if x > p99) / len(scatter)
+                print(
+                    f"  scatter{' hedged' if hedge else ''}: p50 {statistics.median(scatter) * 1000:.2f} ms "
+                    f"p99 {scatter[int(len(scatter) * 0.99)] * 1000:.2f} ms; "
+                    f"over a branch's p99 {100 * slow:.1f}%"
+                )
+            board.hedge = False
+            rank_times: list[float] = []
+            started = time.perf_counter()
+            for i in range(reads):
+                t = time.perf_counter()
+                board.standing(sample[i % len(sample)], exact_ranks=10_000, buckets=100)
+                rank_times.append(time.perf_counter() - t)
+            elapsed = time.perf_counter() - started
+            rank_times.sort()
+            rank_p99 = rank_times[int(len(rank_times) * 0.99)]
+            print(
+                f"  rank read (standing, one client): {reads / elapsed:.0f} reads/s, "
+                f"p50 {statistics.median(rank_times) * 1000:.2f} ms p99 {rank_p99 * 1000:.2f} ms"
             )
         redis.close()
+
+
+def ingest_rate(events: int, players: int, shard_counts: list[int]) -> None:
+    """--ingest: the board writer's apply (boards/writer.py events_apply, batches of 2,000 as the
+    worker sends them, every board of a result: season, day, week, month, best; global and the
+    result's region) at each S, on the Redis of REDIS_URL and on a local Redis Cluster."""
+    import tempfile
+
+    from django.test import override_settings
+
+    from boards.writer import EventRow, events_apply
+    from common.redis import boards_client
+    from common.redis_cluster import LocalCluster
+
+    now = timezone.now()
+    with tempfile.TemporaryDirectory() as folder, LocalCluster(folder) as cluster:
+        for where, url in (("one Redis", ""), ("cluster (3 masters)", cluster.url)):
+            for shards in shard_counts:
+                rng = random.Random(shards)
+                slug = f"bench-ingest-{shards}-{time.time_ns() % 16**8:08x}"
+                _, season = game_create(
+                    slug=slug, name=slug, season_start=now.replace(microsecond=0), board_shards=shards
+                )
+                base = 10**12 + rng.randrange(10**9) * 1000
+                rows = [
+                    EventRow(
+                        id=base + i,
+                        season_id=season.id,
+                        player_id=f"p{rng.randrange(players):07d}",
+                        points=rng.randint(1, 100),
+                        accepted_at=now,
+                        day=now.date(),
+                        region=rng.choice(["eu", "na"]),
+                    )
+                    for i in range(events)
+                ]
+                with override_settings(REDIS_CLUSTER_URL=url):
+                    started = time.perf_counter()
+                    for start in range(0, events, 2000):
+                        report = events_apply(events=rows[start : start + 2000], dedup_ttl_s=3600)
+                        assert report.applied == len(rows[start : start + 2000]), report
+                    elapsed = time.perf_counter() - started
+                    redis = boards_client()
+                    found = list(redis.scan_iter(match=keys.board_pattern(slug), count=1000))
+                    for key in found:
+                        redis.unlink(key)
+                    if not url:
+                        redis.unlink(*(keys.dedup_location(base + i)[0] for i in range(0, events, 128)))
+                print(f"ingest on {where}, S={shards}: {events / elapsed:.0f} events/s ({events} events, one process)")
 
 
 def main() -> None:
@@ -149,7 +221,11 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=3000)
     parser.add_argument("--shards", default="1,3,6")
     parser.add_argument("--cluster", action="store_true", help="the scatter tail on a local Redis Cluster")
+    parser.add_argument("--ingest", type=int, metavar="EVENTS", help="the writer's apply rate, one Redis and a cluster")
     args = parser.parse_args()
+    if args.ingest:
+        ingest_rate(args.ingest, args.players, [int(s) for s in args.shards.split(",")])
+        return
     if args.cluster:
         cluster_tail(args.players, args.reads, [int(s) for s in args.shards.split(",")])
         return

@@ -85,7 +85,7 @@ class _Wire:
 @dataclass
 class _Gather:
     cluster: RedisCluster
-    scripts: Sequence[tuple[Script, str, Sequence[Any]]]
+    scripts: Sequence[tuple[Script, Sequence[str], Sequence[Any]]]
     command: str
     replies: list[Any]
     took: list[float]
@@ -101,8 +101,9 @@ class _Gather:
         self.wires.append(wire)
         commands: list[tuple[Any, ...]] = [("READONLY",)] if hedge else []
         for index in calls:
-            script, key, args = self.scripts[index]
-            commands.append(("EVALSHA_RO" if hedge else self.command, script.sha, 1, key, *args))
+            script, script_keys, args = self.scripts[index]
+            command = "EVALSHA_RO" if hedge else self.command
+            commands.append((command, script.sha, len(script_keys), *script_keys, *args))
         try:
             conn.send_packed_command(conn.pack_commands(commands))
         except (ConnectionError, TimeoutError):
@@ -171,16 +172,18 @@ class _Gather:
 
 def scatter(
     cluster: RedisCluster,
-    calls: Sequence[tuple[Script, str, Sequence[Any]]],
+    calls: Sequence[tuple[Script, Sequence[str], Sequence[Any]]],
     *,
     hedge: bool,
     fallback: Callable[[int], Any],
-    observe: Callable[[str, float], None],
+    observe: Callable[[int, float], None],
 ) -> list[Any]:
-    """The replies of one-key scripts (script, key, ARGV), in order. `fallback(i)` runs call i the
-    ordinary way when it did not work out here; `observe(key, seconds)` times each call's answer."""
+    """The replies of scripts (script, KEYS, ARGV; a call's keys in one slot), in order. `fallback(i)`
+    runs call i the ordinary way when it did not work out here; `observe(i, seconds)` times each
+    call's answer. Without replica reads or hedging, the scripts may write (the board
+    writer's applies go this way too)."""
     strategy = cluster.load_balancing_strategy
-    slots = [cluster.keyslot(key) for _, key, _ in calls]
+    slots = [cluster.keyslot(script_keys[0]) for _, script_keys, _ in calls]
     gather = _Gather(
         cluster,
         calls,
@@ -227,7 +230,7 @@ def scatter(
             replies.append(fallback(index))
         else:
             replies.append(reply)
-            observe(calls[index][1], gather.took[index])
+            observe(index, gather.took[index])
     return replies
 
 

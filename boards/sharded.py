@@ -94,10 +94,10 @@ class ShardedBoard:
                 return [self._cluster_call(*calls[0])]
             return scatter(
                 self.redis,
-                [(self.script(path), key, args) for path, key, args in calls],
+                [(self.script(path), [key], args) for path, key, args in calls],
                 hedge=self.hedge,
                 fallback=lambda index: self._cluster_call(*calls[index]),
-                observe=lambda key, seconds: shard_observe(key, "read", seconds),
+                observe=lambda index, seconds: shard_observe(calls[index][1], "read", seconds),
             )
         pipe = self.redis.pipeline(transaction=False)
         for path, key, args in calls:

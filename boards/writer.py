@@ -12,12 +12,13 @@
 The caller (scoring) owns the ledger and its `applied_at`; this module knows only Redis.
 """
 
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
+
+from redis.cluster import RedisCluster
 
 from common.redis import boards_client, client, lua_path, lua_script, on_cluster
 from seasons.models import Game, Season, TieRule
@@ -27,6 +28,7 @@ from . import keys
 from .codec import ScoreCodec, reached_seconds
 from .keys import BoardRef
 from .kinds import KINDS
+from .scatter import scatter
 from .sharded import shard_observe
 from .slots import hidden_slots_change
 from .slots import hidden_slots_fill as slots_fill
@@ -148,14 +150,17 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
                     keys.dedup_tag(e.id, e.accepted_at),
                 ]
             calls.append((part, [b.whole.key for b in boards], script_keys, args))  # pushes are per whole board
-    if cluster:  # one call per slot (no scripts in a cluster's pipelines), after the hidden sets
+    if isinstance(redis, RedisCluster):  # each node's calls pipelined on one connection (scatter.py)
         for game_slug, game_slots in slots.items():
             slots_fill(game=game_slug, slots=game_slots)
-        replies = []
-        for _, _, script_keys, args in calls:
-            started = time.perf_counter()
-            replies.append(script(keys=script_keys, args=args, client=redis))
-            shard_observe(script_keys[2], "apply", time.perf_counter() - started)  # keys[2]: the first board
+        replies = scatter(
+            redis,
+            [(script, script_keys, args) for _, _, script_keys, args in calls],
+            hedge=False,
+            fallback=lambda index: script(keys=calls[index][2], args=calls[index][3], client=redis),
+            # KEYS[3] is the group's first board (the pause flag and hidden set come first).
+            observe=lambda index, seconds: shard_observe(calls[index][2][2], "apply", seconds),
+        )
     else:  # every group in one round trip
         pipe = redis.pipeline(transaction=False)
         for _, _, script_keys, args in calls:
