@@ -542,14 +542,18 @@ def raw_limit(args, game: str, batches: list[Batch]) -> dict:
     """Phase 1's accepted results through boards.writer.events_apply, called as the worker calls
     it, on keys under a private prefix (deleted afterwards)."""
     prefix = f"benchraw{secrets.token_hex(4)}"
-    os.environ["REDIS_KEY_PREFIX"] = prefix  # before django.setup(): settings read it at import
-    os.environ["DJANGO_SETTINGS_MODULE"] = "leaderboard_site.settings.base"
-    os.environ["REDIS_URL"] = redis_url(args.redis_url)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
     import django
 
     django.setup()
     from django.conf import settings
     from django.db import connections
+    from django.test import override_settings
+
+    # The settings were read when this module imported leaderboard_site (its Celery app reads the
+    # beat schedule's intervals): the private prefix and the Redis go in as overrides, which
+    # common.redis and boards.keys read at each call.
+    override_settings(REDIS_KEY_PREFIX=prefix, REDIS_URL=redis_url(args.redis_url)).enable()
 
     from boards.writer import EventRow, events_apply
     from common.redis import client

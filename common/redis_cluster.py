@@ -453,6 +453,40 @@ class LocalCluster:
         self._save_state()
         return self._topology[port][0]
 
+    def reshard(self, from_port: int, to_port: int, slots: int | None = None, timeout: float = 120.0) -> int:
+        """Move `slots` hash slots (all of them by default) of the master on `from_port` to the
+        master on `to_port` with `redis-cli --cluster reshard`, as an operator adding or emptying a
+        node does: keys move slot by slot (MIGRATE) while clients keep working (ASK and MOVED
+        redirects). Waits until the cluster is ok; returns the slots moved."""
+        assert self.redis_cli is not None
+        rows = {row["port"]: row for row in _cluster_nodes(from_port)}
+        count = rows[from_port]["slots"] if slots is None else slots
+        command = [
+            self.redis_cli,
+            "--cluster",
+            "reshard",
+            f"127.0.0.1:{from_port}",
+            "--cluster-from",
+            rows[from_port]["id"],
+            "--cluster-to",
+            rows[to_port]["id"],
+            "--cluster-slots",
+            str(count),
+            "--cluster-yes",
+            "--cluster-pipeline",
+            "100",
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as timed_out:
+            raise ClusterError(f"redis-cli --cluster reshard hung for {timeout:.0f} s\n{self._report()}") from timed_out
+        output = _ANSI.sub("", done.stdout + done.stderr)
+        if done.returncode != 0 or "[ERR]" in output:
+            tail = "\n".join(output.splitlines()[-15:])
+            raise ClusterError(f"redis-cli --cluster reshard failed ({done.returncode}):\n{tail}\n{self._report()}")
+        self.wait_ok()
+        return int(count)
+
     # ------------------------------------------------------------------ inside
 
     def _start_new_node(self, fixed_port: int | None) -> _Node:

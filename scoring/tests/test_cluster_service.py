@@ -3,7 +3,9 @@ redeliveries, revocations, reinstatements, a hidden player, names), the reads an
 redis-py's cluster client, and every read equals what a plain Redis rebuilt from the same ledger
 answers. Games at S = 1 (one slot per season) and S = 3 (a slot per shard)."""
 
+import contextlib
 import random
+import threading
 import time
 from collections import Counter
 from datetime import timedelta
@@ -16,13 +18,14 @@ from redis.exceptions import RedisClusterException, RedisError
 
 from boards import keys, selectors
 from boards.services import friendship_add
-from common.redis import boards_client
+from common.redis import boards_client, deployment_keys_drop
 from common.redis import client as plain_client
 from scoring.models import ScoreEvent
 from scoring.moderation import results_reinstate, results_revoke
 from scoring.outbox import events_apply_by_id
 from scoring.players import player_update
 from scoring.rebuild import boards_rebuild
+from scoring.reconcile import boards_reconcile
 from scoring.selectors import boards_diff
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tests.test_sharded_boards import feed, reads
@@ -86,6 +89,7 @@ def test_the_service_on_a_cluster_answers_what_one_redis_rebuilt_from_the_ledger
     drain()
 
     cluster = cluster_boards
+    cluster_url = settings.REDIS_CLUSTER_URL
     for g in games:
         season = Season.objects.get(game=g)
         on_cluster = _board_keys(cluster, g)
@@ -114,12 +118,30 @@ def test_the_service_on_a_cluster_answers_what_one_redis_rebuilt_from_the_ledger
     _caches_clear()
     assert reads(games[1], SAMPLE) == on_cluster_reads["cthree"]
 
+    # Drift on the cluster (a member gone from one shard, a ghost on another) is found and repaired
+    # by the reconciliation.
+    cluster.set(keys.epoch_key(), f"{timezone.now().isoformat()} test")
+    season = Season.objects.get(game=games[1])
+    one, two = keys.BoardRef("cthree", season.id, "all").shards(3)[1:]
+    victim = str(cluster.zrange(one.key, 0, 0)[0])
+    cluster.zrem(one.key, victim)
+    cluster.zadd(two.key, {"ghost": 1})
+    assert set(boards_diff(game=games[1], now=timezone.now())) == {one.key, two.key}
+    report = boards_reconcile(game=games[1], full=True)
+    assert report.drift == 2 and report.repaired == 2, report
+    assert boards_diff(game=games[1], now=timezone.now()) == {}
+
     # The same ledger rebuilt into the plain Redis answers the same.
     settings.REDIS_CLUSTER_URL = ""
     _caches_clear()
     for g in games:
         boards_rebuild(game=g)
         assert reads(g, SAMPLE) == on_cluster_reads[g.slug], g.slug
+
+    # A realignment with a restored ledger drops the deployment's keys on the cluster too.
+    settings.REDIS_CLUSTER_URL = cluster_url
+    assert deployment_keys_drop() > 0
+    assert not any(_board_keys(cluster, g) for g in games)
 
 
 def test_board_reads_over_http_on_a_cluster(cluster_boards, client):
@@ -255,3 +277,50 @@ def test_reads_from_replicas_answer_what_the_masters_answer(cluster_boards, redi
     assert reads(game, SAMPLE) == from_masters
     assert _script_reads(redis_cluster, "replica") > on_replicas + 100  # the scripts ran on the replicas
     assert _script_reads(redis_cluster, "master") == on_masters  # and none on the masters
+
+
+@pytest.mark.timeout(240)
+def test_slots_moved_under_load_lose_no_score(redis_cluster_factory, settings, client):
+    """An operator empties a master (`redis-cli --cluster reshard`: every slot of it to another
+    master, keys migrated slot by slot) while results are applied and boards read: redirects
+    (MOVED, ASK, TRYAGAIN) are followed or retried, and every accepted result ends on the boards."""
+    cluster = redis_cluster_factory()
+    settings.REDIS_CLUSTER_URL = cluster.url
+    redis = boards_client()
+    game = make_game("cmove", start=timezone.now() - timedelta(days=1), board_shards=3)
+    key = make_key(game)
+    season = Season.objects.get(game=game)
+    ref = keys.BoardRef(game.slug, season.id, "all")
+    statuses: list[int] = []
+
+    def load(round_: int) -> None:
+        body = match_body([{"player_id": f"m{round_:03d}-{i}", "points": 1 + (round_ * 5 + i) % 70} for i in range(6)])
+        assert submit_direct(game, key, body, now=timezone.now()).http_status == 202
+        with contextlib.suppress(RedisError, RedisClusterException):
+            drain()  # a failed apply stays unapplied in the ledger: the next drain takes it
+        statuses.append(client.get("/api/v1/games/cmove/boards/all/top?n=10").status_code)
+
+    for round_ in range(5):
+        load(round_)
+    source = redis.get_node_from_key(ref.shards(3)[0].key).port
+    target = next(n.port for n in cluster.nodes if n.role == "master" and n.port != source)
+    moved: list[int] = []
+    mover = threading.Thread(target=lambda: moved.append(cluster.reshard(source, target)))
+    mover.start()
+    round_ = 5
+    while mover.is_alive():
+        load(round_)
+        round_ += 1
+    mover.join()
+    assert moved and moved[0] > 5000  # every slot of the source master
+    for _ in range(5):
+        load(round_)
+        round_ += 1
+    drain()
+    assert round_ > 10  # the load ran while the slots moved
+    assert redis.get_node_from_key(ref.shards(3)[0].key).port == target
+    assert not ScoreEvent.objects.filter(applied_at__isnull=True).exists()
+    assert ScoreEvent.objects.count() == 6 * round_
+    assert boards_diff(game=game, now=timezone.now()) == {}
+    assert set(statuses[-5:]) == {200}
+    assert set(statuses) <= {200, 503}, statuses
