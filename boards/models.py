@@ -91,7 +91,10 @@ class FrozenStanding(models.Model):
                 fields=["season", "board", "region", "period", "position"], name="standing_unique_position"
             ),
         ]
-        indexes = [models.Index(fields=["season", "board", "region", "period", "player_id"], name="standing_player")]
+        # The player first: the freeze builds this index over millions of rows, and with the player
+        # first most comparisons of its sort end at the first column (11.9 s against 24.3 s for
+        # 10M rows with the player last: docs/performance.md); a lookup is as exact either way.
+        indexes = [models.Index(fields=["player_id", "season", "board", "region", "period"], name="standing_player")]
 
     def __str__(self) -> str:
         return f"{self.season_id}/{self.board}/{self.region}/{self.period} #{self.rank} {self.player_id}"

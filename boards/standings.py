@@ -259,7 +259,7 @@ def _index_sql(*, part: str, table: str) -> list[str]:
     return [
         f"CREATE UNIQUE INDEX {part}_pkey ON {table} (id, season_id)",
         f"CREATE UNIQUE INDEX {part}_position ON {table} ({keys}, position)",
-        f"CREATE INDEX {part}_player ON {table} ({keys}, player_id)",
+        f"CREATE INDEX {part}_player ON {table} (player_id, {keys})",
     ]
 
 
