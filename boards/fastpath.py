@@ -17,7 +17,9 @@ Django (boards/sharded.py) on redis-py's cluster client.
 """
 
 import asyncio
+import logging
 import re
+import time
 import weakref
 from datetime import datetime
 from typing import Any
@@ -55,6 +57,9 @@ ROUTE = re.compile(
     r"^/api/v1/games/(?P<game>[^/]+)/boards/(?P<board>[^/]+)/"
     r"(?:(?P<top>top)|(?P<distribution>distribution)|players/(?P<player>[^/]+)(?:/(?P<sub>around|friends))?)$"
 )
+
+
+logger = logging.getLogger(__name__)
 
 
 def route_name(match: re.Match[str]) -> str:
@@ -106,8 +111,13 @@ class FastReads:
         per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
         found = per_loop.get(url)
         if found is None:
-            found = per_loop[url] = redis.asyncio.Redis.from_url(
+            # A burst of reads beyond the pool's connections waits for one (up to the socket
+            # timeout) instead of failing: redis-py 8's default pool raises MaxConnectionsError at
+            # its 100th connection, which answered bursts with 503s.
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
                 url,
+                max_connections=settings.REDIS_FAST_PATH_CONNECTIONS,
+                timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 decode_responses=True,
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
@@ -116,6 +126,7 @@ class FastReads:
                 # up to a second between them (reads took up to 4.9 s to fail with Redis down).
                 retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
             )
+            found = per_loop[url] = redis.asyncio.Redis(connection_pool=pool)
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -127,7 +138,8 @@ class FastReads:
                     body = await self.answer(match, scope)
                 except Fallback:
                     pass
-                except redis.RedisError:  # down, restarting (LOADING), out of memory: the views' 503
+                except redis.RedisError as error:  # down, restarting (LOADING), out of memory: the views' 503
+                    _unavailable_log(error)
                     await self.respond(send, scope, 503, _UNAVAILABLE, retry_after=True)
                     return
                 else:
@@ -299,6 +311,19 @@ class FastReads:
                 raise Fallback  # Django's 404 not_ranked
             return render({"entries": entries})
         return render({"entries": selectors.friends_parse(view, reply)})
+
+
+_last_unavailable_log = 0.0
+
+
+def _unavailable_log(error: redis.RedisError) -> None:
+    """The views log each Redis failure (common/api_errors.py); the fast path, which can answer
+    thousands of 503s a second, one line a second at most, naming the error."""
+    global _last_unavailable_log
+    now = time.monotonic()
+    if now - _last_unavailable_log >= 1.0:
+        _last_unavailable_log = now
+        logger.warning("redis unavailable (fast path): %s: %s", type(error).__name__, error)
 
 
 def _throttle_call(scope: Scope, now: datetime) -> tuple[str, list[str], list[Any]] | None:

@@ -16,7 +16,7 @@ from boards.standings import standings_store
 from boards.tally import BoardScores, board_entries
 from boards.testing import record
 from common.redis import client as redis_client
-from common.testing import asgi_request
+from common.testing import asgi_request, asgi_requests_together
 from seasons.catalog import catalog_publish
 from seasons.services import season_end, season_mark_frozen
 from seasons.testing import make_game
@@ -158,3 +158,20 @@ def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule, monkeyp
     monkeypatch.setattr(selectors, "_split_top", unreachable)
     again = asgi_request(FAST, "/api/v1/games/four/boards/all/top", "n=5")  # nothing changed: the held copy
     assert (again.status_code, again.content) == (200, four.content)
+
+
+def test_a_burst_beyond_the_connection_pool_waits_for_a_connection_instead_of_failing():
+    """400 reads at once in one process: more than the Redis pool's 100 connections. They queue for
+    a connection (BlockingConnectionPool); with redis-py 8's default pool the extra ones failed at
+    once with MaxConnectionsError, answered as 503 `boards_unavailable` (seen in the reads bench)."""
+    game = make_game()
+    seed(game)
+    requests = [
+        {
+            "path": f"/api/v1/games/arena/boards/all/players/p{i % 40:02d}",
+            "client": (f"10.1.{i // 200}.{i % 200}", 50000),  # each its own read bucket
+        }
+        for i in range(400)
+    ]
+    answers = asgi_requests_together(FAST, requests)
+    assert [a.status_code for a in answers] == [200] * 400, {a.status_code for a in answers}

@@ -1,7 +1,7 @@
 """Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
 layer."""
 
-from .env import env_bool, env_float, env_str, key_prefix_from_env
+from .env import env_bool, env_float, env_int, env_str, key_prefix_from_env
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # A Redis Cluster for the boards (`redis://host:port` of any node; empty: the boards live on
@@ -30,6 +30,9 @@ REDIS_CLUSTER_HEDGE_READS = env_bool("REDIS_CLUSTER_HEDGE_READS", False)
 # command this long to answer.
 REDIS_CONNECT_TIMEOUT_S = env_float("REDIS_CONNECT_TIMEOUT_S", 0.25)
 REDIS_SOCKET_TIMEOUT_S = env_float("REDIS_SOCKET_TIMEOUT_S", 2.0)
+# Redis connections of one web process's fast path (the hot reads, boards/fastpath.py): a read
+# beyond them waits for a free one, up to REDIS_SOCKET_TIMEOUT_S.
+REDIS_FAST_PATH_CONNECTIONS = env_int("REDIS_FAST_PATH_CONNECTIONS", 64)
 # Every key this service writes starts with this prefix (common/redis.py lists who spells which):
 # the boards, dedup markers, buckets, caches, the Celery queue (settings/celery.py) and the channel
 # layer. It belongs to one deployment; by default it is named after the database (env.py), so
