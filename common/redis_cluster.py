@@ -476,14 +476,7 @@ class LocalCluster:
             "--cluster-pipeline",
             "100",
         ]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as timed_out:
-            raise ClusterError(f"redis-cli --cluster reshard hung for {timeout:.0f} s\n{self._report()}") from timed_out
-        output = _ANSI.sub("", done.stdout + done.stderr)
-        if done.returncode != 0 or "[ERR]" in output:
-            tail = "\n".join(output.splitlines()[-15:])
-            raise ClusterError(f"redis-cli --cluster reshard failed ({done.returncode}):\n{tail}\n{self._report()}")
+        self._redis_cli(command, "reshard", timeout)
         self.wait_ok()
         return int(count)
 
@@ -592,14 +585,19 @@ class LocalCluster:
             str(self.replicas),
             "--cluster-yes",
         ]
+        self._redis_cli(command, "create", 60.0)
+
+    def _redis_cli(self, command: list[str], what: str, timeout: float) -> None:
+        """Run `redis-cli --cluster <what> ...`; ClusterError with its output's tail and each node's
+        state when it fails or hangs."""
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as timed_out:
-            raise ClusterError(f"redis-cli --cluster create hung for 60 s\n{self._report()}") from timed_out
+            raise ClusterError(f"redis-cli --cluster {what} hung for {timeout:.0f} s\n{self._report()}") from timed_out
         output = _ANSI.sub("", done.stdout + done.stderr)
         if done.returncode != 0 or "[ERR]" in output:
             tail = "\n".join(output.splitlines()[-15:])
-            raise ClusterError(f"redis-cli --cluster create failed ({done.returncode}):\n{tail}\n{self._report()}")
+            raise ClusterError(f"redis-cli --cluster {what} failed ({done.returncode}):\n{tail}\n{self._report()}")
 
     def _node(self, port: int) -> _Node:
         for node in self._nodes:

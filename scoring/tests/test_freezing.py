@@ -95,13 +95,8 @@ def attached(season: Season) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def test_the_season_gets_a_partition_of_its_own_indexed_and_used_by_reads():
-    game = dimension_game()
-    seed(game, matches=20)
-    season = game.seasons.get()
-    rows = season_freeze(season_id=season.id, now=timezone.now())
-    assert attached(season) == [f"{TABLE}_s{season.id}"]
-    part = f"{TABLE}_s{season.id}"
+def parent_indexes(part: str) -> list[str]:
+    """The parent's indexes that the indexes of the partition `part` are attached to."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT parent.relname FROM pg_inherits i JOIN pg_class child ON child.oid = i.inhrelid "
@@ -109,10 +104,19 @@ def test_the_season_gets_a_partition_of_its_own_indexed_and_used_by_reads():
             "WHERE x.indrelid = %s::regclass",
             [part],
         )
-        # Each index built before the attachment became the partition of the parent's: none was built twice.
-        assert sorted(row[0] for row in cursor.fetchall()) == sorted(
-            ["boards_frozenstanding_pkey", "standing_player", "standing_unique_position"]
-        )
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def test_the_season_gets_a_partition_of_its_own_indexed_and_used_by_reads():
+    game = dimension_game()
+    seed(game, matches=20)
+    season = game.seasons.get()
+    rows = season_freeze(season_id=season.id, now=timezone.now())
+    assert attached(season) == [f"{TABLE}_s{season.id}"]
+    part = f"{TABLE}_s{season.id}"
+    # Each index built before the attachment became the partition of the parent's: none was built twice.
+    assert parent_indexes(part) == ["boards_frozenstanding_pkey", "standing_player", "standing_unique_position"]
+    with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_index WHERE indrelid = %s::regclass", [part])
         assert cursor.fetchone()[0] == 3
         cursor.execute(f"SELECT count(*) FROM {part}")
