@@ -11,11 +11,10 @@ from django.utils import timezone
 from boards import standings
 from boards.codec import ScoreOverflow
 from boards.models import FrozenStanding
-from boards.services import player_profile_set
 from scoring.freezing import season_freeze
 from scoring.models import ScoreEvent
 from scoring.testing import make_key, match_body, submit_direct
-from scoring.tests.test_freezing import COLUMNS, attached, parent_indexes, python_standings
+from scoring.tests.test_freezing import COLUMNS, attached, parent_indexes, python_standings, seeded_season
 from scoring.tests.test_rebuild import dimension_game, seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,12 +32,7 @@ def exists(name):
 )
 def test_parallel_equals_python(rule, ascending, caplog):
     caplog.set_level("INFO", logger="boards.standings")
-    game = dimension_game(tie_rule=rule, ascending=ascending, max_points=100_000)
-    seed(game)
-    with transaction.atomic():
-        player_profile_set(game=game, player_id="p3", hidden=True)
-    season = game.seasons.get()
-    expected = python_standings(season)
+    season, expected = seeded_season(rule, ascending)
     assert not connection.in_atomic_block
     assert season_freeze(season_id=season.id, now=timezone.now()) == len(expected)
     assert sorted(FrozenStanding.objects.filter(season=season).values_list(*COLUMNS)) == expected

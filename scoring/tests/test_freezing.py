@@ -47,17 +47,22 @@ def python_standings(season: Season) -> list[tuple[object, ...]]:
     return rows
 
 
-@pytest.mark.parametrize(
-    ("rule", "ascending"),
-    [("competition", False), ("dense", False), ("first", False), ("competition", True), ("dense", True)],
-)
-def test_the_freeze_ranks_in_postgresql_as_the_python_path_does(rule, ascending):
+def seeded_season(rule: str, ascending: bool):
+    """A seeded season with dimensions and a hidden player (p3), and its standings by the Python path."""
     game = dimension_game(tie_rule=rule, ascending=ascending, max_points=100_000)
     seed(game)
     with transaction.atomic():
         player_profile_set(game=game, player_id="p3", hidden=True)
     season = game.seasons.get()
-    expected = python_standings(season)
+    return season, python_standings(season)
+
+
+@pytest.mark.parametrize(
+    ("rule", "ascending"),
+    [("competition", False), ("dense", False), ("first", False), ("competition", True), ("dense", True)],
+)
+def test_the_freeze_ranks_in_postgresql_as_the_python_path_does(rule, ascending):
+    season, expected = seeded_season(rule, ascending)
     assert {row[1] for row in expected} >= {"global", "eu", "na", "country-de", "country-fr"}
     assert "p3" not in {row[5] for row in expected}
     points = {(row[0], row[1], row[2], row[6]) for row in expected}
