@@ -27,18 +27,9 @@ from . import keys
 from .keys import BoardRef, shard_of
 
 
-def season_slots(season: Season) -> list[str]:
-    """The slot tags of every shard of a season's boards."""
-    ref = BoardRef(season.game.slug, int(season.id), "all")
-    return [part.slot for part in ref.shards(season.board_shards)]
-
-
 def live_slots(game: str) -> list[str]:
     """The slot tags of the game's seasons not frozen (whose boards live in Redis); [] on one Redis."""
-    if not on_cluster():
-        return []
-    seasons = Season.objects.filter(game__slug=game, frozen_at__isnull=True).select_related("game")
-    return [slot for season in seasons for slot in season_slots(season)]
+    return list(_live_slot_shards(game))
 
 
 class EventSlots:
@@ -72,8 +63,9 @@ def hidden_slots_fill(*, game: str, slots: Iterable[str]) -> None:
     if not empty:
         return
     hidden = [str(p) for p in client().smembers(keys.hidden_key(game))]
+    live = _live_slot_shards(game)
     for slot in empty:
-        shards, shard = _slot_shards(slot)
+        shards, shard = live.get(slot) or _slot_shards(slot)  # a frozen season's late apply: its row
         members = [p for p in hidden if shards <= 1 or shard_of(p, shards) == shard]
         redis.sadd(keys.hidden_key(game, slot), keys.HIDDEN_READY, *members)
 
@@ -106,10 +98,11 @@ def hidden_slots_rebuild(*, game: str, hidden: list[str]) -> None:
 
 
 def _live_slot_shards(game: str) -> dict[str, tuple[int, int | None]]:
+    """Each live slot tag of the game: (its season's board_shards, its shard); {} on one Redis."""
     if not on_cluster():
         return {}
     found: dict[str, tuple[int, int | None]] = {}
-    for season in Season.objects.filter(game__slug=game, frozen_at__isnull=True).select_related("game"):
+    for season in Season.objects.filter(game__slug=game, frozen_at__isnull=True):
         ref = BoardRef(game, int(season.id), "all")
         for part in ref.shards(season.board_shards):
             found[part.slot] = (season.board_shards, part.shard)

@@ -107,7 +107,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
 
     redis = boards_client()
     script = lua_script(APPLY_SCRIPT)
-    cluster = on_cluster()
+    cluster = isinstance(redis, RedisCluster)
     calls: list[tuple[list[EventRow], list[str], list[str], list[Any]]] = []
     slots: dict[str, set[str]] = defaultdict(set)  # game -> the slots written (on a cluster)
     for (season_id, day, region, extra, shard), rows in groups.items():
@@ -150,7 +150,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
                     keys.dedup_tag(e.id, e.accepted_at),
                 ]
             calls.append((part, [b.whole.key for b in boards], script_keys, args))  # pushes are per whole board
-    if isinstance(redis, RedisCluster):  # each node's calls pipelined on one connection (scatter.py)
+    if isinstance(redis, RedisCluster):  # (`cluster`, for mypy) each node's calls pipelined (scatter.py)
         for game_slug, game_slots in slots.items():
             slots_fill(game=game_slug, slots=game_slots)
         replies = scatter(

@@ -86,12 +86,13 @@ def boards_read_client() -> "redis.Redis | RedisCluster":
 
 
 def _cluster_client(url: str, *, replicas: bool) -> RedisCluster:
-    found = _cluster_clients.get(f"{url} {replicas}")
+    name = f"{url} {replicas}"
+    found = _cluster_clients.get(name)
     if found is not None:
         return found
     with _client_lock:
-        if f"{url} {replicas}" not in _cluster_clients:
-            _cluster_clients[f"{url} {replicas}"] = RedisCluster.from_url(
+        if name not in _cluster_clients:
+            _cluster_clients[name] = RedisCluster.from_url(
                 url,
                 decode_responses=True,
                 socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
@@ -101,7 +102,7 @@ def _cluster_client(url: str, *, replicas: bool) -> RedisCluster:
                 retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
                 load_balancing_strategy=LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if replicas else None,
             )
-        return _cluster_clients[f"{url} {replicas}"]
+        return _cluster_clients[name]
 
 
 def key_prefix() -> str:

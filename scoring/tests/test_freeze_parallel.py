@@ -12,9 +12,14 @@ from boards import standings
 from boards.codec import ScoreOverflow
 from boards.models import FrozenStanding
 from scoring.freezing import season_freeze
-from scoring.models import ScoreEvent
-from scoring.testing import make_key, match_body, submit_direct
-from scoring.tests.test_freezing import COLUMNS, attached, parent_indexes, python_standings, seeded_season
+from scoring.tests.test_freezing import (
+    COLUMNS,
+    attached,
+    overflowing_season,
+    parent_indexes,
+    python_standings,
+    seeded_season,
+)
 from scoring.tests.test_rebuild import dimension_game, seed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,11 +64,7 @@ def test_parallel_equals_python(rule, ascending, caplog):
 
 
 def test_parallel_overflow_leaves_nothing():
-    game = dimension_game()
-    key = make_key(game)
-    submit_direct(game, key, match_body([{"player_id": "a", "points": 5}]), now=timezone.now())
-    ScoreEvent.objects.update(points=2**40)
-    season = game.seasons.get()
+    season = overflowing_season()
     with pytest.raises(ScoreOverflow, match="a on the "):
         season_freeze(season_id=season.id, now=timezone.now())
     season.refresh_from_db()

@@ -166,12 +166,17 @@ def test_standings_written_through_the_parent_go_on_through_it():
     assert FrozenStanding.objects.filter(season=season).count() == rows + 1
 
 
-def test_a_score_past_the_capacity_stops_the_freeze_with_an_overflow():
+def overflowing_season():
+    """A season whose one result (player "a") is past its exact capacity."""
     game = dimension_game()
     key = make_key(game)
     submit_direct(game, key, match_body([{"player_id": "a", "points": 5}]), now=timezone.now())
     ScoreEvent.objects.update(points=2**40)  # past 2**(53 - time_bits): written around the checks
-    season = game.seasons.get()
+    return game.seasons.get()
+
+
+def test_a_score_past_the_capacity_stops_the_freeze_with_an_overflow():
+    season = overflowing_season()
     with pytest.raises(ScoreOverflow, match="a on the all board"):
         season_freeze(season_id=season.id, now=timezone.now())
     season.refresh_from_db()
