@@ -128,12 +128,13 @@ def test_the_season_gets_a_partition_of_its_own_indexed_and_used_by_reads():
         assert cursor.fetchone()[0] == rows
         cursor.execute("SET LOCAL enable_seqscan = off")
         plans = []
-        for where in ["ORDER BY position LIMIT 10", "AND player_id = 'p1'"]:
-            cursor.execute(
-                f"EXPLAIN SELECT * FROM {TABLE} WHERE season_id = %s AND board = 'all' AND region = 'global' "
-                f"AND period = '' {where}",
-                [season.id],
-            )
+        # A player's rows of the season: only the player index leads with the player. (A read by
+        # player on one board can use either index; on 400 rows the planner's pick is a coin toss.)
+        for where in [
+            "AND board = 'all' AND region = 'global' AND period = '' ORDER BY position LIMIT 10",
+            "AND player_id = 'p1'",
+        ]:
+            cursor.execute(f"EXPLAIN SELECT * FROM {TABLE} WHERE season_id = %s {where}", [season.id])
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
     assert f"{part}_position" in plans[0] and "_default" not in plans[0]
     assert f"{part}_player" in plans[1] and "_default" not in plans[1]
