@@ -24,12 +24,13 @@ Profile = tuple[str | None, str | None]  # (display_name, region)
 
 def players_register(
     *, game: Game, profiles: Iterable[tuple[str, str | None, str | None]]
-) -> tuple[dict[str, Profile], dict[str, str]]:
+) -> tuple[dict[str, Profile], dict[str, str], set[str]]:
     """Create missing players; fill a name or region only where the profile has none yet.
 
-    `profiles` is (player_id, display_name, region). Returns each player's (display_name, region)
-    and the display names that are new (for the names index in Redis). Rows are written in player
-    id order so concurrent batches lock them in one order.
+    `profiles` is (player_id, display_name, region). Returns each player's (display_name, region),
+    the display names that are new (for the names index in Redis), and the players this call
+    created (new to the game: no season region yet). Rows are written in player id order so
+    concurrent batches lock them in one order.
     """
     wanted: dict[str, Profile] = {}
     for player_id, name, region in profiles:
@@ -38,6 +39,7 @@ def players_register(
     known: dict[str, Profile] = {pid: (name, region) for pid, name, region in _profiles(game, wanted)}
     missing = sorted(pid for pid in wanted if pid not in known)
     new_names: dict[str, str] = {}
+    created: set[str] = set()
     if missing:
         now = timezone.now()
         written = insert_rows(
@@ -56,6 +58,7 @@ def players_register(
         )
         if written == len(missing):
             known.update((pid, wanted[pid]) for pid in missing)
+            created.update(missing)
         else:  # some were created by a concurrent batch a moment ago: read them all back
             known.update((pid, (name, region)) for pid, name, region in _profiles(game, missing))
         # Names into the board index (writing one a concurrent batch wrote as well is harmless).
@@ -73,7 +76,7 @@ def players_register(
             Player.objects.filter(game=game, player_id=pid, region__isnull=True).update(region=want_region)
             region = want_region
         known[pid] = (name, region)
-    return known, new_names
+    return known, new_names, created
 
 
 def _profiles(game: Game, player_ids: Iterable[str]) -> list[tuple[Any, ...]]:
@@ -88,15 +91,20 @@ def _profiles(game: Game, player_ids: Iterable[str]) -> list[tuple[Any, ...]]:
     )
 
 
-def season_regions_fix(*, season: Season, candidates: dict[str, str | None]) -> dict[str, str]:
+def season_regions_fix(
+    *, season: Season, candidates: dict[str, str | None], unfixed: Iterable[str] = ()
+) -> dict[str, str]:
     """Fix each player's region for the season to `candidates[player]` unless one is fixed already.
 
     Returns the region in force for each candidate that has one (fixed earlier, or now). Called
-    only for ranked (accepted) results: a region is fixed by the first ranked result.
+    only for ranked (accepted) results: a region is fixed by the first ranked result. `unfixed`:
+    candidates known to have none yet (players created a moment ago), not looked up. (Were one
+    fixed after all, its insert conflicts and every region is read back.)
     """
     if not candidates:
         return {}
-    fixed = season_regions_of(season=season, player_ids=candidates)
+    skip = set(unfixed)
+    fixed = season_regions_of(season=season, player_ids=[pid for pid in candidates if pid not in skip])
     missing = sorted(pid for pid in candidates if pid not in fixed and candidates[pid])
     if missing:
         now = timezone.now()
