@@ -11,7 +11,6 @@ exact only below 2**53).
 """
 
 from dataclasses import dataclass
-from datetime import datetime
 
 EXACT_BITS = 53
 
@@ -65,5 +64,7 @@ class ScoreCodec:
         return self.max_points - stored if ascending else stored
 
 
-def reached_seconds(*, season_start: datetime, accepted_at: datetime) -> int:
-    return max(0, int((accepted_at - season_start).total_seconds()))
+def reached_seconds(*, season_start_us: int, accepted_us: int) -> int:
+    """Whole seconds from the season's start to the acceptance (0 before it), both given in
+    microseconds since the epoch (the writer has them for the dedup tag already)."""
+    return max(0, (accepted_us - season_start_us) // 1_000_000)

@@ -221,11 +221,12 @@ def recover_lock_key() -> str:
     return f"{key_prefix()}:recover-lock"
 
 
-def dedup_location(event_id: int, slot: str = "") -> tuple[str, str]:
+def dedup_location(event_id: int, slot: str = "", prefix: str | None = None) -> tuple[str, str]:
     """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each); on a cluster
-    in the slot of the player's shard of the event's season (`BoardRef.dedup_slot`)."""
+    in the slot of the player's shard of the event's season (`BoardRef.dedup_slot`). `prefix`: the
+    deployment's (`key_prefix()`), when the caller looked it up once for many events."""
     group = f"{slot}:{event_id // DEDUP_GROUP}" if slot else str(event_id // DEDUP_GROUP)
-    return f"{key_prefix()}:dd:{group}", str(event_id % DEDUP_GROUP)
+    return f"{prefix if prefix is not None else key_prefix()}:dd:{group}", str(event_id % DEDUP_GROUP)
 
 
 class MarkedEvent(NamedTuple):
@@ -237,6 +238,7 @@ class MarkedEvent(NamedTuple):
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def dedup_tag(event_id: int, accepted_at: datetime) -> str:
@@ -249,7 +251,16 @@ def dedup_tag(event_id: int, accepted_at: datetime) -> str:
     that it is not; the reconciliation finds that one). A redelivery of the same row has the same
     id and accepted_at, so the same tag. As a decimal integer, listpack stores it in 5 bytes.
     Never "1", the value of markers before tags, which therefore match nothing."""
-    micros = (accepted_at - _EPOCH) // timedelta(microseconds=1)
+    return dedup_tag_micros(event_id, epoch_micros(accepted_at))
+
+
+def epoch_micros(moment: datetime) -> int:
+    """Microseconds since the Unix epoch."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def dedup_tag_micros(event_id: int, micros: int) -> str:
+    """`dedup_tag` of an event accepted `micros` microseconds after the epoch."""
     digest = blake2b(f"{event_id}:{micros}".encode(), digest_size=4).digest()
     tag = int.from_bytes(digest, "big", signed=True)
     return "2" if tag == 1 else str(tag)
