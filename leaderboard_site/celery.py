@@ -10,6 +10,7 @@ from celery import Celery
 from celery.beat import PersistentScheduler, SchedulingError
 from celery.signals import before_task_publish, setup_logging, task_postrun, task_prerun
 from celery.worker.consumer import Consumer as CeleryConsumer
+from django import db
 from kombu import Connection, Exchange, Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -101,6 +102,17 @@ setup_logging.connect(logs.celery_logging_setup)
 before_task_publish.connect(request_ids.task_headers_add)
 task_prerun.connect(request_ids.task_ids_bind)
 task_postrun.connect(request_ids.task_ids_unbind)
+
+
+def _connections_back_to_pool(**_: Any) -> None:
+    """After each task the database connection goes back to the process's pool, or away if it broke
+    (what Django does after each request). Celery's own fixup would close the whole pool instead
+    (CELERY_DB_REUSE_MAX, settings/celery.py), and with it kept, not closing at all would leave a
+    connection broken by a database restart in use for every later task."""
+    db.close_old_connections()
+
+
+task_postrun.connect(_connections_back_to_pool)
 
 
 def _beat_schedule() -> dict[str, dict[str, object]]:

@@ -45,3 +45,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # Publishing must not hang a request when the broker is down: the outbox relay covers it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
 CELERY_BEAT_RELAY_INTERVAL_S = env_float("CELERY_BEAT_RELAY_INTERVAL_S", 2.0)
+# Celery's Django fixup closes every database connection before and after each task, and in a
+# prefork child with a connection pool it closes the pool as well: a new PostgreSQL backend (a fork
+# and a login) for each apply task, a fifth of the worker's CPU under single-result POSTs (tasks of
+# a dozen events). A child keeps its pool for this many tasks instead (the fixup then closes it;
+# a connection broken meanwhile fails its task, whose events the relay sends again).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 1000)
