@@ -2,7 +2,7 @@
 web server) started against the test run's own database and Redis, and stopped or killed.
 
 No app is imported: the processes are named by their command lines (`celery -A leaderboard_site`,
-`uvicorn leaderboard_site.asgi:application`), as an operator would start them.
+`python -m leaderboard_site.serve`), as an operator would start them.
 """
 
 import asyncio
@@ -129,15 +129,11 @@ def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "uvicorn",
+            "leaderboard_site.serve",
             "--host",
             "127.0.0.1",
             "--port",
             str(port),
-            "--lifespan",
-            "off",
-            "--no-access-log",
-            "leaderboard_site.asgi:application",
         ],
         cwd=ROOT,
         env=process_env(**env),

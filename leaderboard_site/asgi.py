@@ -18,10 +18,7 @@ from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 from common.observability import Observed  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
-from leaderboard_site.orphans import exit_with_parent  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
-
-exit_with_parent()  # a uvicorn worker ends with its master (orphans.py)
 
 application = ProtocolTypeRouter(
     {

@@ -61,7 +61,10 @@ def values() -> dict[str, str]:
         found.update({f"LOG_{p.upper()}": "/dev/stdout" for p in PROGRAMS})
         found.update(LOG_MAXBYTES="0", LOG_BACKUPS="0")
     # Supervisor expands %(name)s in its values: a literal % must be doubled.
-    return {name: value.replace("%", "%%") for name, value in found.items()}
+    escaped = {name: value.replace("%", "%%") for name, value in found.items()}
+    if log_dir:  # one file for each web process (numprocs): supervisor fills in its number
+        escaped["LOG_WEB"] = str(Path(log_dir).resolve()).replace("%", "%%") + "/web-%(process_num)d.log"
+    return escaped
 
 
 def main() -> None:
