@@ -14,6 +14,12 @@ quotes every array element in Python), far more with the ORM's `bulk_create`.
 - `ids_take`: ids from a table's own sequence, to COPY rows whose ids the caller needs.
 - `rows_by_keys`: the rows of a batch's keys (players, match ids), one index probe per key.
 
+The helpers that reach psycopg's own cursor (for COPY, and to skip Django's parameter handling)
+do so inside `connection.wrap_database_errors`, as Django's cursor does: a psycopg error comes out
+as Django's (`OperationalError` for a ledger that went away, answered 503 `ledger_unavailable`;
+`IntegrityError` with the psycopg error as its cause), and the connection is marked for the
+health check before its reuse.
+
 Why `rows_by_keys` and not `WHERE game_id = %s AND player_id = ANY(%s)`: the planner costs that
 by its statistics of `game_id`, and for a game newer than the last ANALYZE (autovacuum may be
 slow, or off) it expects one row, so it scans every row of the game and filters the array
@@ -32,7 +38,7 @@ from django.db import connection
 def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     """COPY rows into a table; returns how many."""
     count = 0
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
@@ -105,7 +111,7 @@ def insert_rows(
     `columns` is [(name, postgres type)], `rows` tuples in that order (values orjson can write:
     a dict for a jsonb column).
     """
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         raw = _insert(cursor.cursor, table, columns, rows, order_by=order_by, on_conflict=on_conflict)
         return int(raw.rowcount) if raw is not None else 0
 
@@ -127,7 +133,7 @@ def insert_rows_returning(
         returning_sql = f"RETURNING {returning}) SELECT {returning} FROM written WHERE {where}"
     else:
         returning_sql = f"RETURNING {returning}"
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         raw = _insert(
             cursor.cursor,
             table,

@@ -20,7 +20,7 @@ import orjson
 import psycopg
 import redis
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from anticheat.models import ServerKey
@@ -455,8 +455,9 @@ def _claim_submissions(
                 for mid in (p.match.match_id,)
             ),
         )
-    except psycopg.errors.UniqueViolation as exc:
-        if exc.diag.constraint_name != SUBMISSION_UNIQUE:
+    except IntegrityError as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, psycopg.errors.UniqueViolation) or cause.diag.constraint_name != SUBMISSION_UNIQUE:
             raise
         raise _ClaimLost from exc
 

@@ -1,9 +1,11 @@
 """The bulk SQL helpers against the real PostgreSQL: conflicts, counts, filtered returns, and a
 connection that goes on after a rolled-back transaction."""
 
+import psycopg
 import pytest
-from django.db import connection, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 
+from common.api_errors import ledger_unreachable
 from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, rows_by_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,3 +84,31 @@ def test_rows_by_keys_finds_each_key_once_and_skips_the_missing(scratch_table):
     )
     assert sorted(found) == [("a", "x"), ("c", "x")]
     assert rows_by_keys(scratch_table, ["slug"], equal={}, key="slug", key_type="text", keys=[]) == []
+
+
+def test_copy_and_insert_errors_come_out_as_djangos(scratch_table):
+    """psycopg's own cursor behind COPY and the INSERTs: its errors still reach the callers (and
+    the API's 503 `ledger_unavailable`) as Django's, with psycopg's as the cause."""
+    copy_rows(scratch_table, ["slug", "note"], [("a", "x")])
+    with pytest.raises(IntegrityError) as duplicate, transaction.atomic():
+        copy_rows(scratch_table, ["slug", "note"], [("a", "y")])
+    assert isinstance(duplicate.value.__cause__, psycopg.errors.UniqueViolation)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows(scratch_table, COLUMNS, [("a", "z")])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    with psycopg.connect(_dsn(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    with pytest.raises(OperationalError) as gone:
+        copy_rows(scratch_table, ["slug", "note"], [("b", "x")])
+    assert ledger_unreachable(gone.value)
+    connection.close()  # the next use opens a fresh connection
+
+
+def _dsn() -> str:
+    s = connection.settings_dict
+    return psycopg.conninfo.make_conninfo(
+        dbname=s["NAME"], user=s["USER"] or None, host=s["HOST"] or None, port=s["PORT"] or None
+    )

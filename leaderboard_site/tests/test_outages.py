@@ -192,8 +192,10 @@ def test_redis_down_15_s_then_back_with_its_data(tmp_path, monkeypatch):
         assert alive == {"web": True, "worker": True, "beat": True}, alive
         assert [a for a in answers if a.error] == [], "a request got no HTTP answer (reset, timeout)"
         assert [a for a in answers if a.status >= 500 and a.status != 503] == []
-        # 503 while Redis is down; a read whose one quick retry found Redis started again is a 200.
-        assert during_reads and {(a.status, a.code) for a in during_reads} <= {(503, "boards_unavailable"), (200, "")}
+        # 503 while Redis is down; a read whose one quick retry found Redis started again answers
+        # as Redis does: 200, or 404 for one of the load's players with no result on the board yet.
+        allowed = {(503, "boards_unavailable"), (200, ""), (404, "not_ranked")}
+        assert during_reads and {(a.status, a.code) for a in during_reads} <= allowed
         assert all(a.status == 503 for a in during_reads if a.sent + a.took < restarting)
         assert max(a.took for a in during_reads) < BOUND_S
         assert during_writes and max(a.took for a in during_writes) < BOUND_S
