@@ -18,6 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from common.api_errors import ApiError
+from common.db import model_columns, models_from_rows
 from common.outage import OutageLog
 from common.ratelimit import BUCKET_LIB, LocalBuckets, bucket_ttl_s, buckets_spend, retry_after_s
 from common.redis import client, lua_path, lua_script
@@ -71,8 +72,24 @@ def server_key_revoke(*, key_id: str) -> ServerKey:
 
 
 def server_keys_by_id(key_ids: Iterable[str]) -> dict[str, ServerKey]:
-    """The keys with these ids (and their games), in one query."""
-    return {k.key_id: k for k in ServerKey.objects.select_related("game").filter(key_id__in=set(key_ids))}
+    """The keys with these ids (and their games), in one query (fixed SQL, not a queryset: read by
+    every group of single POSTs; see common/db.py)."""
+    wanted = sorted(set(key_ids))
+    if not wanted:
+        return {}
+    key_columns, width = model_columns(ServerKey, "k")
+    game_columns, _ = model_columns(Game, "g")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {key_columns}, {game_columns} FROM {ServerKey._meta.db_table} k "
+            f"JOIN {Game._meta.db_table} g ON g.id = k.game_id WHERE k.key_id = ANY(%s)",
+            [wanted],
+        )
+        rows = cursor.fetchall()
+    found = models_from_rows(ServerKey, rows, alias="k")
+    for key, game in zip(found, models_from_rows(Game, rows, alias="g", offset=width), strict=True):
+        key.game = game
+    return {key.key_id: key for key in found}
 
 
 def _key_read(key_id: str) -> ServerKey | None:
@@ -152,8 +169,13 @@ class Rules:
 
 def rules_for(*, game: Game) -> Rules:
     """The game's limits: its GameRules where set, else the environment's defaults. Read on every
-    request (one indexed row): a change a moderator saves is in force for the next request."""
-    row = GameRules.objects.filter(game=game).first()
+    request (one indexed row, fixed SQL: see common/db.py): a change a moderator saves is in
+    force for the next request."""
+    columns, _ = model_columns(GameRules, "r")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {GameRules._meta.db_table} r WHERE r.game_id = %s", [game.id])
+        found = models_from_rows(GameRules, cursor.fetchall(), alias="r")
+    row = found[0] if found else None
 
     def pick(name: str, default: int) -> int:
         value = getattr(row, name, None) if row is not None else None

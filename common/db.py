@@ -13,6 +13,11 @@ quotes every array element in Python), far more with the ORM's `bulk_create`.
   per table: a single-row transaction waited on IO:DataFileTruncate).
 - `ids_take`: ids from a table's own sequence, to COPY rows whose ids the caller needs.
 - `rows_by_keys`: the rows of a batch's keys (players, match ids), one index probe per key.
+- `model_columns`, `models_from_rows`: model instances from a fixed SQL statement, for the reads
+  that run on every request of a hot path. The ORM compiles a queryset anew each time it runs it:
+  under single-result POSTs, the three small reads of each group (the keys with their games, the
+  game's seasons, its rules) were 29% of the web process's CPU, most of it `SQLCompiler`, not
+  PostgreSQL. The rows become models as the ORM makes them (`Model.from_db`, the same converters).
 
 The helpers that reach psycopg's own cursor (for COPY, and to skip Django's parameter handling)
 do so inside `connection.wrap_database_errors`, as Django's cursor does: a psycopg error comes out
@@ -28,11 +33,15 @@ probe per key has one plan whatever the statistics say (5 ms); its LIMIT 1 (the 
 keeps the planner from flattening it back into a join it would cost by the same statistics.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
 from django.db import connection
+from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
 
 
 def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
@@ -171,3 +180,53 @@ def _insert(
         insert = f"WITH written AS ({insert}"
     raw.execute(insert, [orjson.dumps([dict(zip(names, row, strict=True)) for row in rows]).decode()])
     return raw
+
+
+@dataclass(frozen=True)
+class _Shape:
+    columns: str  # "alias.col, alias.col, ..." in the model's concrete field order
+    attnames: list[str]
+    converters: list[tuple[int, list[Callable[..., Any]], Any]]  # (position, converters, expression)
+
+
+_shapes: dict[tuple[type[Model], str], _Shape] = {}
+
+
+def _shape(model: type[Model], alias: str) -> _Shape:
+    shape = _shapes.get((model, alias))
+    if shape is None:
+        fields = model._meta.concrete_fields
+        converters = []
+        for i, field in enumerate(fields):
+            col = field.get_col(alias)
+            found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if found:
+                converters.append((i, found, col))
+        shape = _shapes[(model, alias)] = _Shape(
+            columns=", ".join(f"{alias}.{connection.ops.quote_name(f.column)}" for f in fields),
+            attnames=[f.attname for f in fields],
+            converters=converters,
+        )
+    return shape
+
+
+def model_columns(model: type[Model], alias: str) -> tuple[str, int]:
+    """The SELECT list of a model's columns (table alias `alias`), in the order `models_from_rows`
+    reads them, and how many there are."""
+    shape = _shape(model, alias)
+    return shape.columns, len(shape.attnames)
+
+
+def models_from_rows(model: type[M], rows: Iterable[Sequence[Any]], *, alias: str, offset: int = 0) -> list[M]:
+    """Instances of `model` from rows whose columns `offset` .. offset + n are `model_columns(model,
+    alias)`, as the ORM would build them."""
+    shape = _shape(model, alias)
+    end = offset + len(shape.attnames)
+    found = []
+    for row in rows:
+        values = list(row[offset:end])
+        for i, converters, expression in shape.converters:
+            for converter in converters:
+                values[i] = converter(values[i], expression, connection)
+        found.append(model.from_db(connection.alias, shape.attnames, values))
+    return found

@@ -4,6 +4,10 @@ its games and seasons from the catalog in Redis: catalog.py.)"""
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from django.db import connection
+
+from common.db import model_columns, models_from_rows
+
 from .models import Game, Season, SeasonPointer
 
 
@@ -25,8 +29,19 @@ def frozen_season_ids() -> set[int]:
 
 
 def seasons_of(*, game: Game) -> list[Season]:
-    """Newest first."""
-    return list(Season.objects.filter(game=game).select_related("game").order_by("-starts_at", "-id"))
+    """Newest first, each with `game` as its game. Read by every submission (fixed SQL, not a
+    queryset: see common/db.py)."""
+    columns, _ = model_columns(Season, "s")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {Season._meta.db_table} s WHERE s.game_id = %s "
+            "ORDER BY s.starts_at DESC, s.id DESC",
+            [game.id],
+        )
+        seasons = models_from_rows(Season, cursor.fetchall(), alias="s")
+    for season in seasons:
+        season.game = game
+    return seasons
 
 
 def season_get(*, season_id: int) -> Season | None:
