@@ -93,7 +93,7 @@ def server_keys_by_id(key_ids: Iterable[str]) -> dict[str, ServerKey]:
 
 
 def _key_read(key_id: str) -> ServerKey | None:
-    return ServerKey.objects.select_related("game").filter(key_id=key_id).first()
+    return server_keys_by_id([key_id]).get(key_id)
 
 
 def request_verify(

@@ -12,7 +12,12 @@ from .models import Game, Season, SeasonPointer
 
 
 def game_get(*, slug: str) -> Game | None:
-    return Game.objects.filter(slug=slug).first()
+    """Read by every submission (fixed SQL, not a queryset: see common/db.py)."""
+    columns, _ = model_columns(Game, "g")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {Game._meta.db_table} g WHERE g.slug = %s", [slug])
+        found = models_from_rows(Game, cursor.fetchall(), alias="g")
+    return found[0] if found else None
 
 
 def games_all() -> list[Game]:

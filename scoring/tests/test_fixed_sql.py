@@ -11,7 +11,7 @@ from anticheat.models import GameRules, ServerKey
 from anticheat.services import game_rules_set, rules_for, server_keys_by_id
 from scoring.testing import make_game, make_key
 from seasons.models import Game, Season
-from seasons.selectors import seasons_of
+from seasons.selectors import game_get, seasons_of
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +48,8 @@ def test_models_from_fixed_sql_equal_the_orms():
     assert by_id[keys[0].key_id].game.dimensions == ["kills", "assists"]
     assert by_id[keys[1].key_id].revoked_at is not None and by_id[keys[0].key_id].revoked_at is None
     assert server_keys_by_id([]) == {}
+    assert fields(game_get(slug="fixed-sql")) == fields(Game.objects.get(slug="fixed-sql"))
+    assert game_get(slug="nobody") is None
 
     game_rules_set(game=game, player_burst=7, player_refill_s=3)
     row = GameRules.objects.get(game=game)
