@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from common.api_errors import ApiError
-from common.db import model_columns, models_from_rows
+from common.db import model_columns, models_from_rows, models_where
 from common.outage import OutageLog
 from common.ratelimit import BUCKET_LIB, LocalBuckets, bucket_ttl_s, buckets_spend, retry_after_s
 from common.redis import client, lua_path, lua_script
@@ -171,10 +171,7 @@ def rules_for(*, game: Game) -> Rules:
     """The game's limits: its GameRules where set, else the environment's defaults. Read on every
     request (one indexed row, fixed SQL: see common/db.py): a change a moderator saves is in
     force for the next request."""
-    columns, _ = model_columns(GameRules, "r")
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns} FROM {GameRules._meta.db_table} r WHERE r.game_id = %s", [game.id])
-        found = models_from_rows(GameRules, cursor.fetchall(), alias="r")
+    found = models_where(GameRules, "t.game_id = %s", [game.id])
     row = found[0] if found else None
 
     def pick(name: str, default: int) -> int:

@@ -13,7 +13,8 @@ quotes every array element in Python), far more with the ORM's `bulk_create`.
   per table: a single-row transaction waited on IO:DataFileTruncate).
 - `ids_take`: ids from a table's own sequence, to COPY rows whose ids the caller needs.
 - `rows_by_keys`: the rows of a batch's keys (players, match ids), one index probe per key.
-- `model_columns`, `models_from_rows`: model instances from a fixed SQL statement, for the reads
+- `models_where`, `model_columns`, `models_from_rows`: model instances from a fixed SQL statement
+  (one table's `models_where`, or a join's own statement read by the other two), for the reads
   that run on every request of a hot path. The ORM compiles a queryset anew each time it runs it:
   under single-result POSTs, the three small reads of each group (the keys with their games, the
   game's seasons, its rules) were 29% of the web process's CPU, most of it `SQLCompiler`, not
@@ -215,6 +216,15 @@ def model_columns(model: type[Model], alias: str) -> tuple[str, int]:
     reads them, and how many there are."""
     shape = _shape(model, alias)
     return shape.columns, len(shape.attnames)
+
+
+def models_where(model: type[M], where: str, params: Sequence[Any], *, order_by: str = "") -> list[M]:
+    """Instances of `model` whose rows match `where` (SQL on table alias `t`), in `order_by` order."""
+    columns, _ = model_columns(model, "t")
+    order = f" ORDER BY {order_by}" if order_by else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {model._meta.db_table} t WHERE {where}{order}", params)
+        return models_from_rows(model, cursor.fetchall(), alias="t")
 
 
 def models_from_rows(model: type[M], rows: Iterable[Sequence[Any]], *, alias: str, offset: int = 0) -> list[M]:

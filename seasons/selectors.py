@@ -4,19 +4,14 @@ its games and seasons from the catalog in Redis: catalog.py.)"""
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from django.db import connection
-
-from common.db import model_columns, models_from_rows
+from common.db import models_where
 
 from .models import Game, Season, SeasonPointer
 
 
 def game_get(*, slug: str) -> Game | None:
     """Read by every submission (fixed SQL, not a queryset: see common/db.py)."""
-    columns, _ = model_columns(Game, "g")
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns} FROM {Game._meta.db_table} g WHERE g.slug = %s", [slug])
-        found = models_from_rows(Game, cursor.fetchall(), alias="g")
+    found = models_where(Game, "t.slug = %s", [slug])
     return found[0] if found else None
 
 
@@ -36,14 +31,7 @@ def frozen_season_ids() -> set[int]:
 def seasons_of(*, game: Game) -> list[Season]:
     """Newest first, each with `game` as its game. Read by every submission (fixed SQL, not a
     queryset: see common/db.py)."""
-    columns, _ = model_columns(Season, "s")
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM {Season._meta.db_table} s WHERE s.game_id = %s "
-            "ORDER BY s.starts_at DESC, s.id DESC",
-            [game.id],
-        )
-        seasons = models_from_rows(Season, cursor.fetchall(), alias="s")
+    seasons = models_where(Season, "t.game_id = %s", [game.id], order_by="t.starts_at DESC, t.id DESC")
     for season in seasons:
         season.game = game
     return seasons
