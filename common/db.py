@@ -4,7 +4,7 @@ COPY is the cheapest way in, on both sides: psycopg writes each row in C, and th
 statement. Measured for 500 rows: 2.4 ms by COPY, 12-14 ms as `unnest` array parameters (psycopg
 quotes every array element in Python), far more with the ORM's `bulk_create`.
 
-- `copy_rows`: COPY straight into a table (new rows that cannot conflict).
+- `copy_rows`: COPY straight into a table (new rows that cannot conflict), in text or binary.
 - `insert_rows`, `insert_rows_returning`: rows that may conflict (ON CONFLICT): one INSERT ...
   SELECT from `json_to_recordset` of one JSON parameter (orjson writes it in C), in a given order
   (the lock order). Only the rows a caller must look at come back (a count, or RETURNING filtered
@@ -45,15 +45,52 @@ from django.db.models import Model
 M = TypeVar("M", bound=Model)
 
 
-def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """COPY rows into a table; returns how many."""
+def copy_rows(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, binary: bool = False) -> int:
+    """COPY rows into a table; returns how many.
+
+    `binary`: COPY's binary format, each column written by the dumper of its own type (read from
+    the catalog once per process), not chosen anew for each value by its Python type; a jsonb
+    column's value is then `jsonb_binary(value)`. Measured for 500 ledger rows (16 columns):
+    3.4 ms of this process's CPU against 8.2 ms in text.
+    """
     count = 0
     with connection.cursor() as cursor, connection.wrap_database_errors:
-        with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        raw = cursor.cursor
+        statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+        if binary:
+            types = _copy_types(raw, table, tuple(columns))
+            statement += " (FORMAT BINARY)"
+        with raw.copy(statement) as copy:
+            if binary:
+                copy.set_types(types)
             for row in rows:
                 copy.write_row(row)
                 count += 1
     return count
+
+
+def jsonb_binary(value: Any) -> bytes:
+    """A jsonb column's value for `copy_rows(binary=True)`: jsonb's binary form (version 1, then
+    the JSON text), written by orjson."""
+    return b"\x01" + orjson.dumps(value)
+
+
+_copy_column_types: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+
+
+def _copy_types(raw: Any, table: str, columns: tuple[str, ...]) -> list[int]:
+    """The type oids of `columns` of `table`, jsonb's as bytea (its values come as `jsonb_binary`
+    bytes, which bytea's dumper sends as they are)."""
+    found = _copy_column_types.get((table, columns))
+    if found is None:
+        raw.execute(
+            "SELECT attname, CASE WHEN atttypid = 'jsonb'::regtype THEN 'bytea'::regtype ELSE atttypid END::oid "
+            "FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            [table],
+        )
+        oids = dict(raw.fetchall())
+        found = _copy_column_types[(table, columns)] = [int(oids[column]) for column in columns]
+    return found
 
 
 _sequences: dict[str, str] = {}

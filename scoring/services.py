@@ -29,7 +29,7 @@ from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import players_register, season_regions_fix
 from boards.writer import names_fill, names_store
-from common.db import copy_rows, ids_take, insert_rows_returning, rows_by_keys
+from common.db import copy_rows, ids_take, insert_rows_returning, jsonb_binary, rows_by_keys
 from common.metrics import count
 from common.outage import OutageLog
 from seasons.models import Game, Season
@@ -310,7 +310,7 @@ def _store(
                     v.status,
                     v.reason,
                     now,
-                    orjson.dumps(list(r.extra_boards)).decode() if r.extra_boards else "[]",
+                    jsonb_binary(list(r.extra_boards)) if r.extra_boards else _NO_EXTRA_BOARDS,
                     r.region if r.region and r.region != counted else None,
                 )
             )
@@ -325,6 +325,7 @@ def _store(
         ScoreEvent._meta.db_table,
         ["id", *EventInsert._fields],
         ([event_id, *row] for event_id, row in zip(event_ids, rows, strict=True)),
+        binary=True,
     )
     inserted = [(event_id, row.status) for event_id, row in zip(event_ids, rows, strict=True)]
     # 4. Season totals last: their row locks are held only until the commit that follows.
@@ -335,6 +336,9 @@ def _store(
         event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed
     ]
     return accepted, new_names
+
+
+_NO_EXTRA_BOARDS = jsonb_binary([])
 
 
 class EventInsert(NamedTuple):
@@ -353,7 +357,7 @@ class EventInsert(NamedTuple):
     status: str
     reason: str
     accepted_at: datetime
-    extra_boards: str  # a JSON list
+    extra_boards: bytes  # a JSON list, as `jsonb_binary` writes it
     requested_region: str | None
 
 
@@ -450,10 +454,11 @@ def _claim_submissions(
             MatchSubmission._meta.db_table,
             ["game_id", "match_id", "content_hash", "key_id", "answer", "created_at"],
             (
-                (game.id, mid, p.content_hash, key.key_id, orjson.dumps(answers[mid]).decode(), now)
+                (game.id, mid, p.content_hash, key.key_id, jsonb_binary(answers[mid]), now)
                 for p in ordered
                 for mid in (p.match.match_id,)
             ),
+            binary=True,
         )
     except IntegrityError as exc:
         cause = exc.__cause__

@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, transaction
 
 from common.api_errors import ledger_unreachable
-from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, rows_by_keys
+from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, jsonb_binary, rows_by_keys
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,6 +70,32 @@ def test_copy_rows_with_ids_taken_from_the_sequence(scratch_table):
     with connection.cursor() as cursor:
         cursor.execute("SELECT id FROM scratch_rows ORDER BY id")
         assert [row[0] for row in cursor.fetchall()] == sorted(ids)
+
+
+def test_binary_copy_writes_each_column_by_its_own_type():
+    """Small and large ints into smallint/int/bigint columns, a NULL, a jsonb document, a
+    timestamptz and a uuid: binary COPY picks each column's dumper, not the value's."""
+    import uuid
+    from datetime import UTC, datetime
+
+    moment = datetime(2026, 12, 2, 15, 30, 0, 123456, tzinfo=UTC)
+    match_id = uuid.uuid4()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE scratch_typed (a smallint, b integer, c bigint, d varchar(8), e jsonb,"
+            " f timestamptz, g uuid, h date)"
+        )
+        rows = [
+            (1, 2, 3, "x", jsonb_binary({"k": ["é", 1]}), moment, match_id, moment.date()),
+            (-5, 70_000, 2**40, None, jsonb_binary([]), moment, match_id, moment.date()),
+        ]
+        assert copy_rows("scratch_typed", ["a", "b", "c", "d", "e", "f", "g", "h"], rows, binary=True) == 2
+        cursor.execute("SELECT a, b, c, d, e::text, f, g, h FROM scratch_typed ORDER BY a")
+        assert cursor.fetchall() == [
+            (-5, 70_000, 2**40, None, "[]", moment, match_id, moment.date()),
+            (1, 2, 3, "x", '{"k": ["é", 1]}', moment, match_id, moment.date()),
+        ]
+        cursor.execute("DROP TABLE scratch_typed")
 
 
 def test_rows_by_keys_finds_each_key_once_and_skips_the_missing(scratch_table):
