@@ -175,3 +175,34 @@ def test_a_burst_beyond_the_connection_pool_waits_for_a_connection_instead_of_fa
     ]
     answers = asgi_requests_together(FAST, requests)
     assert [a.status_code for a in answers] == [200] * 400, {a.status_code for a in answers}
+
+
+def test_reads_beyond_the_pool_for_too_long_are_503_and_logged_as_overload_not_redis_down(settings, caplog):
+    """Every pooled connection busy for the whole wait: the same 503 `boards_unavailable` (with
+    Retry-After) as a Redis that is down, but the log line says the process is overloaded."""
+    from boards import fastpath
+
+    game = make_game()
+    seed(game)
+    settings.REDIS_FAST_PATH_CONNECTIONS = 1
+    settings.REDIS_SOCKET_TIMEOUT_S = 0.2
+    fast = FastReads(DJANGO)
+
+    async def holding_the_only_connection(scope, receive, send):
+        pool = fast.client().connection_pool
+        held = await pool.get_connection()
+        try:
+            await fast(scope, receive, send)
+        finally:
+            await pool.release(held)
+
+    fastpath._last_unavailable_log = 0.0
+    with caplog.at_level("WARNING", logger="boards.fastpath"):
+        answer = asgi_request(holding_the_only_connection, "/api/v1/games/arena/boards/all/players/p01")
+    assert answer.status_code == 503
+    assert answer.json()["code"] == "boards_unavailable"
+    assert answer.headers["Retry-After"] == "5"
+    assert any("fast path overloaded: all 1 Redis connections" in r.getMessage() for r in caplog.records)
+    assert not any("redis unavailable" in r.getMessage() for r in caplog.records)
+    # With the connection free again the same read is answered.
+    assert asgi_request(fast, "/api/v1/games/arena/boards/all/players/p01").status_code == 200
