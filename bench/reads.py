@@ -441,14 +441,18 @@ async def raw_lua(args, game: str, info: dict) -> dict:
         if not reply:
             raise RuntimeError(f"player.lua finds no {player_id(1)} on {board}: wrong board key?")
         ref = info["reference"]
-        if ref is not None and (int(reply[0]), int(reply[1])) != (ref.get("score"), ref.get("rank")):
+
+        def differs(reply, ref) -> bool:
+            return ref is not None and (int(reply[0]), int(reply[1])) != (ref.get("score"), ref.get("rank"))
+
+        if differs(reply, ref):
             # The board may have changed since the reference was read (the anomaly job holds back
             # a few seeded results for review): ask the service again, and the script again, now.
             async with httpx.AsyncClient(base_url=args.url, timeout=30) as http:
                 again = await http.get(f"/api/v1/games/{game}/boards/all/players/{player_id(1)}")
             ref = again.json() if again.status_code == 200 else None
             reply = await script(keys=keys, args=[player_id(1), *tail][:argc])
-        if ref is not None and (int(reply[0]), int(reply[1])) != (ref.get("score"), ref.get("rank")):
+        if differs(reply, ref):
             log(
                 f"WARNING: raw player.lua answers points {reply[0]} rank {reply[1]} for {player_id(1)}, the "
                 f"service score {ref.get('score')} rank {ref.get('rank')} at the same moment: wrong --time-bits?"
