@@ -221,10 +221,16 @@ def recover_lock_key() -> str:
     return f"{key_prefix()}:recover-lock"
 
 
+def deployment_prefix() -> str:
+    """The deployment's prefix, for a caller that places many dedup markers at once: it looks the
+    prefix up once and hands it to each `dedup_location` (the writer, per apply)."""
+    return key_prefix()
+
+
 def dedup_location(event_id: int, slot: str = "", prefix: str | None = None) -> tuple[str, str]:
     """Markers are grouped 128 to a small hash (listpack-encoded: a few bytes each); on a cluster
     in the slot of the player's shard of the event's season (`BoardRef.dedup_slot`). `prefix`: the
-    deployment's (`key_prefix()`), when the caller looked it up once for many events."""
+    deployment's (`deployment_prefix()`), when the caller looked it up once for many events."""
     group = f"{slot}:{event_id // DEDUP_GROUP}" if slot else str(event_id // DEDUP_GROUP)
     return f"{prefix if prefix is not None else key_prefix()}:dd:{group}", str(event_id % DEDUP_GROUP)
 

@@ -21,21 +21,22 @@ from typing import Any, NamedTuple
 
 from redis.cluster import RedisCluster
 
-from common.redis import boards_client, client, key_prefix, lua_path, lua_script, on_cluster
-from seasons.models import Game, Season, TieRule
+from common.redis import boards_client, client, lua_path, lua_script, on_cluster
+from seasons.models import Game, Season
 from seasons.selectors import seasons_by_id
 
 from . import keys
 from .codec import ScoreCodec, reached_seconds
 from .keys import BoardRef
 from .kinds import KINDS
+from .ranking import needs_distinct_points
 from .scatter import scatter
 from .sharded import shard_observe
 from .slots import hidden_slots_change
 from .slots import hidden_slots_fill as slots_fill
 
-APPLY_SCRIPT = lua_path(__file__, "apply_events.lua")
-CORRECT_SCRIPT = lua_path(__file__, "correct_player.lua")
+APPLY_SCRIPT = lua_path(__file__, "ranking_lib.lua", "apply_events.lua")
+CORRECT_SCRIPT = lua_path(__file__, "ranking_lib.lua", "correct_player.lua")
 
 
 class EventRow(NamedTuple):
@@ -134,7 +135,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
     for (season_id, day, region, extra, shard), rows in groups.items():
         season, game = meta[season_id]
         codec = ScoreCodec(season.time_bits)
-        dense = game.tie_rule == TieRule.DENSE
+        dense = needs_distinct_points(game.tie_rule)
         sums, bests = boards_for(game=game.slug, season_id=season_id, day=day, region=region, extra=extra)
         if game.ascending:  # lower is better: every board keeps the best (lowest) value of its window
             sums, bests = [], sums + bests
@@ -147,7 +148,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
             slots[game.slug].add(slot)
         start_us = keys.epoch_micros(season.starts_at)
         max_reached = codec.max_reached_s
-        prefix = key_prefix()
+        prefix = keys.deployment_prefix()
         for start in range(0, len(rows), chunk):
             part = rows[start : start + chunk]
             script_keys: list[str] = [keys.pause_key(game.slug, slot), keys.hidden_key(game.slug, slot)]
@@ -240,7 +241,7 @@ def player_scores_write(
     with the dedup markers of `included_events` (results the new values already hold). Returns
     the number of boards changed; raises GamePaused while a rebuild swaps the game's keys."""
     codec = ScoreCodec(season.time_bits)
-    dense = game.tie_rule == TieRule.DENSE
+    dense = needs_distinct_points(game.tie_rule)
     board_keys = [w.key for w in writes]
     # One player's boards of one season: one slot on a cluster ("" on one Redis).
     slot = BoardRef.from_key(board_keys[0]).dedup_slot if board_keys else ""

@@ -38,6 +38,7 @@ from django.utils import timezone
 from boards.codec import ScoreCodec
 from boards.keys import MarkedEvent, rebuild_lock_key
 from boards.kinds import KINDS
+from boards.ranking import needs_distinct_points
 from boards.slots import EventSlots
 from boards.staging import (
     BoardStager,
@@ -51,7 +52,7 @@ from boards.staging import (
 )
 from boards.writer import dedup_marked
 from common.locks import HeldLock, LockLost, lock_held
-from seasons.models import Game, TieRule
+from seasons.models import Game
 from seasons.selectors import seasons_of
 
 from .models import EventStatus, ScoreEvent
@@ -121,7 +122,7 @@ def _rebuild(
     chosen = [KINDS[name] for name in kinds] if kinds else list(KINDS.values())
     # One kind of board, or one shard of the split seasons, leaves the rest to the worker.
     partial = {kind.name for kind in chosen} != set(KINDS) or shard is not None
-    dense = game.tie_rule == TieRule.DENSE
+    dense = needs_distinct_points(game.tie_rule)
     report = RebuildReport(kinds=tuple(kind.name for kind in chosen))
     started = timezone.now()
     clock = time.monotonic()
