@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import orjson
 import psycopg
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -43,6 +44,8 @@ from .validation import Errors, MatchIn
 logger = logging.getLogger(__name__)
 
 ENQUEUE_CHUNK = 2000
+# The stable name of `scoring.tasks.apply_events`, by which `enqueue_apply` sends it.
+APPLY_TASK = "scoring.apply_events"
 
 
 @dataclass
@@ -540,11 +543,14 @@ def _mark_overflow(
 
 
 def enqueue_apply(event_ids: list[int]) -> None:
-    """Queue accepted events for the board writer, in chunks (never one task per event)."""
-    from .tasks import apply_events
-
+    """Queue accepted events for the board writer, in chunks (never one task per event). The task
+    is sent by its stable name: the tasks module imports this one (and moderation, which imports
+    this one), so importing it here would close a circle. `send_task` takes the registered task's
+    options as `apply_async` does; `ignore_result` is passed as the task sets it."""
     for start in range(0, len(event_ids), ENQUEUE_CHUNK):
-        apply_events.apply_async(args=(event_ids[start : start + ENQUEUE_CHUNK],), retry=False)
+        current_app.send_task(
+            APPLY_TASK, args=(event_ids[start : start + ENQUEUE_CHUNK],), retry=False, ignore_result=True
+        )
 
 
 _apply_buffer = ApplyBuffer(linger_s=settings.SCORING_ENQUEUE_LINGER_MS / 1000, chunk=ENQUEUE_CHUNK, send=enqueue_apply)

@@ -1,6 +1,7 @@
 """The outbox relay asks the broker itself (CELERY_BROKER_URL, not REDIS_URL) how much waits in
 the apply queue, and holds back while the queue is busy or the broker is down."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -10,7 +11,8 @@ from django.utils import timezone
 from common.redis import broker_key
 from common.redis import client as redis_client
 from scoring.models import ScoreEvent
-from scoring.tasks import APPLY_QUEUE, RELAY_MAX_BACKLOG, queue_backlog, relay_unapplied
+from scoring.services import APPLY_TASK, enqueue_apply
+from scoring.tasks import APPLY_QUEUE, RELAY_MAX_BACKLOG, apply_events, queue_backlog, relay_unapplied
 from scoring.testing import make_game, make_key, match_body, submit_direct
 
 pytestmark = pytest.mark.django_db
@@ -43,3 +45,27 @@ def test_the_relay_re_enqueues_stale_unapplied_results_unless_the_queue_is_busy(
     assert relay_unapplied() == 1
     assert redis_client().llen(broker_key(APPLY_QUEUE)) == 1  # one apply task, on the broker the worker reads
     assert relay_unapplied() == 0  # re-sent at most every 30 s
+
+
+def test_enqueue_apply_sends_the_message_apply_async_sends():
+    """`enqueue_apply` sends the apply task by its stable name (services does not import the tasks
+    module: moderation -> services -> tasks -> moderation was a circle); the message on the broker
+    is the one `apply_events.apply_async` sends, on the same queue, ids apart."""
+    assert apply_events.name == APPLY_TASK
+    queue = broker_key(APPLY_QUEUE)
+    redis_client().delete(queue)
+    enqueue_apply([1, 2, 3])
+    apply_events.apply_async(args=([1, 2, 3],), retry=False)
+    messages = [json.loads(raw) for raw in redis_client().lrange(queue, 0, -1)]
+    assert len(messages) == 2
+
+    def without_ids(message: dict) -> dict:
+        headers = {k: v for k, v in message["headers"].items() if k not in ("id", "root_id")}
+        properties = {k: v for k, v in message["properties"].items() if k not in ("correlation_id", "delivery_tag")}
+        return {**message, "headers": headers, "properties": properties}
+
+    first, second = (without_ids(m) for m in messages)
+    assert first == second
+    assert first["headers"]["task"] == "scoring.apply_events"
+    assert first["headers"]["ignore_result"] is True
+    assert first["properties"]["delivery_info"] == {"exchange": "", "routing_key": APPLY_QUEUE}
