@@ -38,7 +38,7 @@ from .codec import ScoreCodec
 from .keys import GLOBAL, BoardRef
 from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
 from .models import Friendship, FrozenStanding, Player, SeasonRegion
-from .ranking import ranks_for
+from .ranking import Above, counted_above, rank_ahead, ranks_for, ranks_from
 from .sharded import ShardedBoard, sharded
 
 REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
@@ -510,27 +510,22 @@ def board_ranks(*, view: BoardView, members: list[tuple[str, int]]) -> list[int]
     if split is not None:
         return split.ranks(members)
     codec = view.codec
-    rule = view.game.tie_rule
+    above = counted_above(view.game.tie_rule)
     key = view.ref.key
     pipe = client().pipeline(transaction=False)
     for _, score in members:
         points = codec.points(score)
-        if rule == "dense":
+        if above is Above.DISTINCT_POINTS:
             pipe.zcount(view.ref.distinct_key, f"({points}", "+inf")
-        elif rule == "competition":
+        elif above is Above.MORE_POINTS:
             pipe.zcount(key, codec.min_score_for_points(points + 1), "+inf")
-        else:
+        else:  # ahead in display order: a higher score, or the same and a smaller id
             pipe.zcount(key, f"({score}", "+inf")
             pipe.zrangebyscore(key, score, score)
     replies = pipe.execute()
-    ranks = []
-    if rule == "first":
-        for i, (player, _) in enumerate(members):
-            above, equal = replies[2 * i], replies[2 * i + 1]
-            ranks.append(1 + int(above) + sum(1 for other in equal if other < player))
-    else:
-        ranks = [1 + int(count) for count in replies]
-    return ranks
+    if above is not Above.AHEAD:
+        return ranks_from(replies)
+    return [rank_ahead(player, int(replies[2 * i]), replies[2 * i + 1]) for i, (player, _) in enumerate(members)]
 
 
 # --------------------------------------------------------------------------- frozen seasons (PostgreSQL)
