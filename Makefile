@@ -58,6 +58,7 @@ layers: venv ## import-linter: apps import only from the layers below them (pypr
 
 check: venv lint typecheck layers ## lint, types, layers and migrations in sync (CI runs this before the tests)
 	$(PY) manage.py makemigrations --check --dry-run >/dev/null
+	$(PY) scripts/check_function_length.py
 
 schema: ## regenerate and validate docs/openapi.yaml
 	$(PY) manage.py spectacular --file docs/openapi.yaml --validate
