@@ -4,9 +4,10 @@ Every answer equals the one a single sorted set would give (the equivalence test
 tests/test_sharded_boards.py holds them to it):
 - top n: each shard's top n in display order, merged; ranks follow from the merged list (every
   entry above an entry of the top n is in it);
-- a player's rank: 1 + the sum of each shard's count of entries above (by points for the
-  competition rule, by score and id for `first`); the dense rule counts the distinct points above
-  across the shards' companions (a union, not a sum);
+- a player's rank: 1 + what the tie rule counts above it (boards/ranking.py): the sum of each
+  shard's count of players with more points (competition) or of entries ahead in display order
+  (`first`); for dense, the distinct points above across the shards' companions (a union, not a
+  sum);
 - around: the player's position from those counts, then each shard's entries nearest to it,
   merged; the window slides at the edges as on one set;
 - friends: the members' scores from their shards, board ranks as above;
@@ -33,6 +34,7 @@ from common.redis import boards_read_client, client, lua_path, lua_script, lua_s
 
 from . import keys
 from .keys import BoardRef
+from .ranking import Above, Ranker, Scored, counted_above, display_order, ranks_for, ranks_from, tie_rule
 from .scatter import scatter
 
 SHARD_SECONDS = Histogram(
@@ -54,14 +56,6 @@ SLICE_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_slice.lua")
 COUNTS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_counts.lua")
 NEAR_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_near.lua")
 
-Scored = tuple[str, int]  # (player id, encoded score)
-
-
-def _sort(entries: list[Scored]) -> list[Scored]:
-    """Display order: score descending, then player id ascending (player ids are ASCII: Python's
-    order is Redis's byte order)."""
-    return sorted(entries, key=lambda e: (-e[1], e[0]))
-
 
 class ShardedBoard:
     """One board of a split season: its shards' keys and the calls that read them."""
@@ -74,7 +68,8 @@ class ShardedBoard:
         self.parts = self.ref.shards(shards)
         self.shards = shards
         self.span = span
-        self.rule = rule
+        self.rule = tie_rule(rule)
+        self.above = counted_above(self.rule)
         self.names_key = names_key
         # On a cluster, a branch slower than the recent p95 gets a copy on another node of its slot
         # (boards/scatter.py): a read that may be as stale as a replica's lag.
@@ -156,28 +151,21 @@ class ShardedBoard:
         for reply in self.scripts([(SLICE_SCRIPT, part.key, [n]) for part in self.parts]):
             total += int(reply[0])
             merged += [(str(reply[i]), int(reply[i + 1])) for i in range(1, len(reply), 2)]
-        ordered = _sort(merged)[:n]
-        return total, [(p, s, r) for (p, s), r in zip(ordered, self._ranks_in_order(ordered, 0, None), strict=True)]
+        ordered = display_order(merged)[:n]
+        span = self.span
+        ranks = ranks_for([score // span for _, score in ordered], self.rule)
+        return total, [(p, s, r) for (p, s), r in zip(ordered, ranks, strict=True)]
 
-    def _ranks_in_order(self, ordered: list[Scored], first_position: int, first_rank: int | None) -> list[int]:
-        """Ranks of consecutive entries of the display order starting at `first_position`, given
-        the rank of the first (None: it is the board's first entry, rank 1)."""
-        ranks: list[int] = []
-        previous: int | None = None
-        for i, (_, score) in enumerate(ordered):
-            p = self.points(score)
-            if self.rule == "first":
-                ranks.append(first_position + i + 1)
-            elif i == 0:
-                ranks.append(first_rank if first_rank is not None else 1)
-            elif p == previous:
-                ranks.append(ranks[-1])
-            elif self.rule == "dense":
-                ranks.append(ranks[-1] + 1)
-            else:
-                ranks.append(first_position + i + 1)
-            previous = p
-        return ranks
+    def _window_ranks(self, window: list[Scored], start: int) -> list[int]:
+        """Ranks of consecutive entries of the display order, the first at 0-based position
+        `start`: its rank counted on the board (it may tie with entries before the window), the
+        others' following from it."""
+        if not window:
+            return []
+        span = self.span
+        first = start + 1 if self.above is Above.AHEAD else self.ranks(window[:1])[0]
+        ranker = Ranker.resumed(self.rule, position=start, points=window[0][1] // span, rank=first)
+        return [ranker.rank(score // span) for _, score in window]
 
     # ------------------------------------------------------------------ counts
     def score_of(self, player_id: str) -> int | None:
@@ -218,13 +206,19 @@ class ShardedBoard:
         """Each (player, score)'s rank on the whole board as if the player were on it."""
         if not members:
             return []
-        if self.rule == "dense":
-            above = self.dense_above([self.points(s) for _, s in members])
-            return [1 + above[self.points(s)] for _, s in members]
-        counts = self.counts(members)
-        if self.rule == "first":
-            return [1 + sum(c[2] + c[3] for c in shard_counts) for shard_counts in counts]
-        return [1 + sum(c[1] for c in shard_counts) for shard_counts in counts]
+        if self.above is Above.DISTINCT_POINTS:
+            span = self.span
+            above = self.dense_above([s // span for _, s in members])
+            return ranks_from(above[s // span] for _, s in members)
+        return ranks_from(self._counted(self.counts(members)))
+
+    def _counted(self, counts: Sequence[list[list[int]]]) -> list[int]:
+        """What the rule counts above each member, from its shards' counts (`counts`), summed over
+        the shards: entries ahead in display order (a higher score, or the same and an id before),
+        or players with more points. Not for dense, whose count is a union (`dense_above`)."""
+        if self.above is Above.AHEAD:
+            return [sum(c[2] + c[3] for c in shards) for shards in counts]
+        return [sum(c[1] for c in shards) for shards in counts]
 
     # ------------------------------------------------------------------ one player
     def standing(self, player_id: str, *, exact_ranks: int, buckets: int) -> list[Any] | None:
@@ -234,12 +228,10 @@ class ShardedBoard:
             return None
         [counts] = self.counts([(player_id, score)], buckets=buckets)
         total = sum(c[0] for c in counts)
-        if self.rule == "dense":
+        if self.above is Above.DISTINCT_POINTS:
             [rank] = self.ranks([(player_id, score)])
-        elif self.rule == "first":
-            rank = 1 + sum(c[2] + c[3] for c in counts)
         else:
-            rank = 1 + sum(c[1] for c in counts)
+            [rank] = ranks_from(self._counted([counts]))
         lower = sum(c[4] for c in counts)
         below, own = -1, -1
         if rank > exact_ranks and all(c[5] >= 0 for c in counts if c[0] > 0):
@@ -265,17 +257,14 @@ class ShardedBoard:
         candidates: list[Scored] = [(player_id, score)]
         for reply in replies[self.shards :]:
             candidates += [(str(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
-        ordered = _sort(candidates)
+        ordered = display_order(candidates)
         mine = ordered.index((player_id, score))
         start = position - r
         if start + width > total:
             start = total - width
         start = max(start, 0)
         window = [e for j, e in enumerate(ordered) if start <= position + j - mine < start + width]
-        first_rank = None
-        if window and self.rule != "first":
-            [first_rank] = self.ranks([window[0]])
-        ranks = self._ranks_in_order(window, start, first_rank)
+        ranks = self._window_ranks(window, start)
         return total, [(p, s, rank) for (p, s), rank in zip(window, ranks, strict=True)]
 
     def friends(self, members: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -283,7 +272,7 @@ class ShardedBoard:
         pipe = self.redis.pipeline(transaction=False)
         for m in members:
             pipe.zscore(self.shard_key(m), m)
-        found = _sort([(m, int(s)) for m, s in zip(members, pipe.execute(), strict=True) if s is not None])
+        found = display_order((m, int(s)) for m, s in zip(members, pipe.execute(), strict=True) if s is not None)
         return [(p, s, rank) for (p, s), rank in zip(found, self.ranks(found), strict=True)]
 
     def names(self, players: Sequence[str]) -> list[str | None]:

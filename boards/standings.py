@@ -32,7 +32,7 @@ from seasons.services import season_mark_archived
 from . import keys
 from .codec import ScoreCodec, ScoreOverflow
 from .models import FrozenStanding
-from .ranking import Ranker
+from .ranking import Ranker, sql_rank
 from .tally import BoardEntry
 
 logger = logging.getLogger(__name__)
@@ -118,17 +118,10 @@ def standings_load(*, season: Season, boards: Iterable[tuple[str, Sequence[Any]]
     keys' expiry follows the commit.
 
     `connections` 1: the table is made, filled and indexed in the caller's transaction, one query
-    and one index after the other, on one core. More (the freeze, `LOAD_CONNECTIONS`): that many
-    connections of its own beside the caller's (`_Helpers`: autocommit, the caller's session
-    settings) rank the queries at once, each into a temporary table of its connection's, and copy
-    them in turn, in the queries' order, into one table named `<partition>_load`, committed, laid
-    out in the order of the position index (`_copy_in_order`); one of them then builds the three
-    indexes (each with PostgreSQL's parallel maintenance workers) and ANALYZE. The caller's
-    transaction only renames that table to the partition's name, turns its unique indexes into the
-    constraints the parent's need and attaches it: milliseconds, nothing scanned or built. Only a
-    caller whose transaction is the outermost may ask for more than 1: the other connections see
-    the ledger as committed, not as the caller's transaction sees it. When they cannot be opened,
-    the load runs as with 1.
+    and one index after the other, on one core (`_load_here`). More (the freeze,
+    `LOAD_CONNECTIONS`): that many connections of its own rank the queries at once (`_load_beside`).
+    Only a caller whose transaction is the outermost may ask for more than 1: the other connections
+    see the ledger as committed, not as the caller's transaction sees it.
 
     What keeps that atomic, crash-safe and idempotent:
     - the season's standings exist for readers only once the transaction that attaches them and
@@ -146,14 +139,9 @@ def standings_load(*, season: Season, boards: Iterable[tuple[str, Sequence[Any]]
     Disk: the table and its indexes, as before (0.9 GB and 1.3 GB at 10M rows), once per attempt,
     and while loading, one query's rows per connection in its temporary table (about 0.2 GB each).
     """
-    parent = FrozenStanding._meta.db_table
-    part = f"{parent}_s{int(season.id)}"
+    part = f"{FrozenStanding._meta.db_table}_s{int(season.id)}"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT to_regclass(%s) IS NOT NULL OR EXISTS (SELECT 1 FROM {parent}_default WHERE season_id = %s)",
-            [part, season.id],
-        )
-        [[through_parent]] = cursor.fetchall()
+        through_parent = _has_standings(cursor, season=season, part=part)
         rows = None
         if not through_parent and connections > 1:
             boards = list(boards)
@@ -162,6 +150,18 @@ def standings_load(*, season: Season, boards: Iterable[tuple[str, Sequence[Any]]
             rows = _load_here(cursor, season=season, part=part, through_parent=through_parent, boards=boards)
     transaction.on_commit(lambda: season_keys_expire(season=season), robust=True)
     return rows
+
+
+def _has_standings(cursor: Any, *, season: Season, part: str) -> bool:
+    """Whether the season has standings already, or a partition left from an earlier attempt: the
+    load then goes through the parent."""
+    parent = FrozenStanding._meta.db_table
+    cursor.execute(
+        f"SELECT to_regclass(%s) IS NOT NULL OR EXISTS (SELECT 1 FROM {parent}_default WHERE season_id = %s)",
+        [part, season.id],
+    )
+    [[found]] = cursor.fetchall()
+    return bool(found)
 
 
 def _load_here(
@@ -197,7 +197,15 @@ def _load_beside(
 ) -> int | None:
     """`standings_load` on `connections` connections of its own, then the attachment in the
     caller's transaction (`cursor`). None, having done nothing, when they cannot be opened (the
-    server's max_connections reached, say): the caller loads on its own connection then."""
+    server's max_connections reached, say): the caller loads on its own connection then.
+
+    The connections (`_Helpers`: autocommit, the caller's session settings) rank the queries at
+    once, each into a temporary table of its connection's, and copy them in turn, in the queries'
+    order, into one table named `<partition>_load`, committed, laid out in the order of the
+    position index (`_copy_in_order`); one of them then builds the three indexes (each with
+    PostgreSQL's parallel maintenance workers) and ANALYZE. The caller's transaction only renames
+    that table to the partition's name, turns its unique indexes into the constraints the parent's
+    need and attaches it: milliseconds, nothing scanned or built."""
     stage = f"{part}_load"
     counts: list[int] = []
     cursor.execute("SELECT name, current_setting(name) FROM pg_settings WHERE source = 'session'")
@@ -394,8 +402,9 @@ def _overflow_raise(cursor: Any, *, sql: str, params: Sequence[Any]) -> NoReturn
 def _ranked_sql(*, season: Season, target: str, sql: str, hashed: bool = True) -> str:
     """INSERT ... SELECT of `sql`'s members with their position and rank, as `standings_store` and
     `Ranker` count them: position 0-based in display order (encoded score descending, then player id
-    by code point), rank by the game's tie rule over points (score >> time_bits): competition is
-    rank(), dense dense_rank(), first the position + 1. The rank's order is a prefix of the
+    by code point), rank by the game's tie rule over points (score >> time_bits), as ranking.py's
+    `sql_rank` writes it (competition rank(), dense dense_rank(), first row_number(): the position
+    + 1) over the windows `r` (points) and `w` (display order). The rank's order is a prefix of the
     position's, so PostgreSQL sorts each board once for both. A NULL encoded score (an overflow)
     gives a NULL shown score, which the NOT NULL column refuses.
 
@@ -411,9 +420,7 @@ def _ranked_sql(*, season: Season, target: str, sql: str, hashed: bool = True) -
     bits = int(codec.time_bits)
     points = f"(b.score >> {bits})"
     shown = f"{int(codec.max_points)} - {points}" if season.game.ascending else points
-    rank = {"first": "row_number() OVER w", "competition": "rank() OVER r"}.get(
-        season.game.tie_rule, "dense_rank() OVER r"
-    )
+    rank = sql_rank(season.game.tie_rule, by_points="r", in_order="w")
     members = f"({sql}) AS b(board, season_id, region, period, player_id, score, last_us)"
     if hashed:
         same = " AND ".join(f"lag(b.{c}, 1, b.{c}) OVER w = b.{c}" for c in ("board", "region", "period"))

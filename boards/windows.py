@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from common.redis import boards_client
-from seasons.models import Season, TieRule
+from seasons.models import Season
 from seasons.periods import WEEK
 
 from . import keys
 from .codec import ScoreCodec
 from .keys import BoardRef
 from .kinds import DAILY, WEEKLY
+from .ranking import needs_distinct_points
 from .staging import game_paused, versions_renew
 from .tally import Tally
 
@@ -53,7 +54,7 @@ def week_rebuild(*, season: Season, week: str, swap: bool) -> WeekReport:
     codec = ScoreCodec(season.time_bits)
     first = WEEK.start(week)
     day_labels = [DAILY.period_of(first + timedelta(days=i)) for i in range(7)]
-    dense = season.game.tie_rule == TieRule.DENSE
+    dense = needs_distinct_points(season.game.tie_rule)
     report = WeekReport(week=week)
     with game_paused(game, "rebuild_week"):
         regions = {
