@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -37,12 +37,13 @@ from django.utils import timezone
 
 from boards.codec import ScoreCodec
 from boards.keys import MarkedEvent, rebuild_lock_key
-from boards.kinds import KINDS
+from boards.kinds import KINDS, BoardKind
 from boards.ranking import needs_distinct_points
 from boards.slots import EventSlots
 from boards.staging import (
     BoardStager,
     Progress,
+    StagedBoard,
     board_stage_patch,
     boards_swap,
     friends_rebuild,
@@ -50,6 +51,7 @@ from boards.staging import (
     hidden_rebuild,
     names_rebuild,
 )
+from boards.tally import BoardScores
 from boards.writer import dedup_marked
 from common.locks import HeldLock, LockLost, lock_held
 from seasons.models import Game
@@ -119,17 +121,77 @@ def _rebuild(
     shard: int | None,
     lock: HeldLock,
 ) -> RebuildReport:
+    """The two phases of `boards_rebuild`, the game's rebuild lock held by the caller."""
     chosen = [KINDS[name] for name in kinds] if kinds else list(KINDS.values())
-    # One kind of board, or one shard of the split seasons, leaves the rest to the worker.
-    partial = {kind.name for kind in chosen} != set(KINDS) or shard is not None
-    dense = needs_distinct_points(game.tie_rule)
     report = RebuildReport(kinds=tuple(kind.name for kind in chosen))
     started = timezone.now()
     clock = time.monotonic()
+    scope = _scope(game=game, chosen=chosen, live_only=live_only, shard=shard)
+    # Phase 1: everything, while the boards keep updating.
+    staged = _boards_stage(game=game, scope=scope, started=started, progress=progress, lock=lock, report=report)
+    report.staged_s = round(time.monotonic() - clock, 2)
+
+    # Phase 2: paused; recompute who moved, mark the unapplied as applied, swap.
+    clock = time.monotonic()
+    with game_paused(game.slug, "rebuild"):
+        moved = _moved_meanwhile(game=game, scope=scope, started=started)
+        report.recomputed_players = len(moved.touched)
+        board_stage_patch(
+            staged=staged,
+            fresh=moved.fresh,
+            players=moved.touched,
+            dense=scope.dense,
+            codecs=scope.codecs,
+            now=moved.now,
+        )
+        lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
+        _boards_swap_in(game=game, scope=scope, staged=staged, moved=moved, report=report)
+    report.paused_s = round(time.monotonic() - clock, 2)
+    report.boards = len(staged)
+    logger.info("rebuild of %s: %s", game.slug, report)
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What one rebuild covers: the kinds of board, the seasons (by their codecs), one shard or all."""
+
+    chosen: list[BoardKind]
+    partial: bool  # one kind of board, or one shard of the split seasons: the rest is the worker's
+    dense: bool
+    codecs: dict[int, ScoreCodec]  # the seasons rebuilt
+    shards: dict[int, int]  # the board shards of each
+    live_only: bool
+    shard: int | None
+
+    @property
+    def some_seasons(self) -> bool:
+        """Only some of the game's seasons' boards are rebuilt (the others' keys are left alone)."""
+        return self.live_only or self.shard is not None
+
+
+def _scope(*, game: Game, chosen: list[BoardKind], live_only: bool, shard: int | None) -> _Scope:
     seasons = [s for s in seasons_of(game=game) if not (live_only and s.frozen_at is not None)]
     if shard is not None:  # shard k exists in the seasons split more than k ways
         seasons = [s for s in seasons if s.board_shards > shard]
-    codecs = {s.id: ScoreCodec(s.time_bits) for s in seasons}
+    return _Scope(
+        chosen=chosen,
+        partial={kind.name for kind in chosen} != set(KINDS) or shard is not None,
+        dense=needs_distinct_points(game.tie_rule),
+        codecs={s.id: ScoreCodec(s.time_bits) for s in seasons},
+        shards={s.id: s.board_shards for s in seasons},
+        live_only=live_only,
+        shard=shard,
+    )
+
+
+def _boards_stage(
+    *, game: Game, scope: _Scope, started: datetime, progress: Progress | None, lock: HeldLock, report: RebuildReport
+) -> dict[str, StagedBoard]:
+    """Phase 1: every board of the scope into its staged copy, while the boards keep updating; then
+    the names, hidden set and friends. The dense rule's companions are written from each board's
+    points in display order, so only then is the ledger asked to sort. Raises LockLost as soon as
+    Redis loses the rebuild lock (and the staged copies with it)."""
 
     def written(members: int) -> None:
         if lock.lost.is_set():  # Redis lost the lock, and the staged copies with it
@@ -137,17 +199,19 @@ def _rebuild(
         if progress is not None:
             progress(members)
 
-    # Phase 1: everything, while the boards keep updating. The dense rule's companions are written
-    # from each board's points in display order, so only then is the ledger asked to sort.
-    shards = {s.id: s.board_shards for s in seasons}
     with BoardStager(
-        game=game.slug, dense=dense, codecs=codecs, shards=shards, only_shard=shard, progress=written
+        game=game.slug,
+        dense=scope.dense,
+        codecs=scope.codecs,
+        shards=scope.shards,
+        only_shard=scope.shard,
+        progress=written,
     ) as stager:
-        for season_id in codecs:  # a season at a time: the ledger reads it in player order
+        for season_id in scope.codecs:  # a season at a time: the ledger reads it in player order
             extras = ledger_has_extra_boards(game=game, season_id=season_id)
-            for kind in chosen:
+            for kind in scope.chosen:
                 with ledger_entries(
-                    game=game, kinds=[kind], season_id=season_id, ordered=dense, live_at=started, extras=extras
+                    game=game, kinds=[kind], season_id=season_id, ordered=scope.dense, live_at=started, extras=extras
                 ) as chunks:
                     for rows in chunks:
                         stager.write(rows)
@@ -157,68 +221,87 @@ def _rebuild(
     names_rebuild(game=game)
     hidden_rebuild(game=game)
     friends_rebuild(game=game)
-    report.staged_s = round(time.monotonic() - clock, 2)
+    return staged
 
-    # Phase 2: paused; recompute who moved, mark the unapplied as applied, swap.
-    clock = time.monotonic()
-    with game_paused(game.slug, "rebuild"):
-        outermost = not connection.in_atomic_block
-        with transaction.atomic():
-            if outermost:  # one snapshot for the recompute and the marks
-                with connection.cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            now = timezone.now()
-            touched = players_touched_since(game=game, since=started - timedelta(seconds=TOUCHED_MARGIN_S))
-            pending = unapplied_events(game=game, season_ids=list(codecs) if live_only else None)
-            slots = EventSlots()  # where each one's marker lies ("" on one Redis)
-            waiting: list[int] = []
-            if partial:  # the worker will apply these to every board, the rebuilt ones included
-                marked = dedup_marked(
-                    events=[
-                        MarkedEvent(event_id, accepted_at, slots.of(season_id=season_id, player_id=player))
-                        for event_id, player, accepted_at, season_id in pending
-                    ]
-                )
-                waiting = [event_id for event_id, *_ in pending if event_id not in marked]
-                touched |= {player for event_id, player, *_ in pending if event_id not in marked}
-            fresh = (
-                ledger_boards(game=game, player_ids=touched, kinds=chosen, exclude_event_ids=waiting or None)
-                if touched
-                else {}
+
+@dataclass(frozen=True, slots=True)
+class _Moved:
+    """What phase 2 read in one snapshot of the ledger: who moved since phase 1 began, and the
+    accepted events not applied yet."""
+
+    now: datetime
+    touched: set[str]  # the players to recompute
+    pending: list[tuple[int, str, datetime, int]]  # unapplied: id, player, accepted_at, season id
+    slots: EventSlots  # where each one's marker lies ("" on one Redis)
+    waiting: list[int]  # (a partial rebuild) unapplied and unmarked: left out, for the worker
+    fresh: dict[str, BoardScores]  # the touched players' boards as the ledger says they are now
+
+
+def _moved_meanwhile(*, game: Game, scope: _Scope, started: datetime) -> _Moved:
+    """Phase 2, the game paused: in one snapshot (REPEATABLE READ when this is the outermost
+    transaction), the players who had results since phase 1 began (and a margin), their boards as
+    the ledger says they are now, and the unapplied events. A partial rebuild asks Redis which of
+    those the worker has marked already: the others are left out of its boards (and their players
+    recomputed), since the worker will apply them to every board."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost:  # one snapshot for the recompute and the marks
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        now = timezone.now()
+        touched = players_touched_since(game=game, since=started - timedelta(seconds=TOUCHED_MARGIN_S))
+        pending = unapplied_events(game=game, season_ids=list(scope.codecs) if scope.live_only else None)
+        slots = EventSlots()
+        waiting: list[int] = []
+        if scope.partial:  # the worker will apply these to every board, the rebuilt ones included
+            marked = dedup_marked(
+                events=[
+                    MarkedEvent(event_id, accepted_at, slots.of(season_id=season_id, player_id=player))
+                    for event_id, player, accepted_at, season_id in pending
+                ]
             )
-            if live_only or shard is not None:
-                fresh = {key: board for key, board in fresh.items() if board.ref.season_id in codecs}
-            if shard is not None:
-                fresh = {key: board for key, board in fresh.items() if board.ref.shard == shard}
-        report.recomputed_players = len(touched)
-        board_stage_patch(staged=staged, fresh=fresh, players=touched, dense=dense, codecs=codecs, now=now)
-        lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
-        applied = (
-            []
-            if partial
-            else [
-                MarkedEvent(event_id, accepted_at, slots.of(season_id=season_id, player_id=player))
-                for event_id, player, accepted_at, season_id in pending
-            ]
+            waiting = [event_id for event_id, *_ in pending if event_id not in marked]
+            touched |= {player for event_id, player, *_ in pending if event_id not in marked}
+        fresh = (
+            ledger_boards(game=game, player_ids=touched, kinds=scope.chosen, exclude_event_ids=waiting or None)
+            if touched
+            else {}
         )
-        report.removed_keys = boards_swap(
-            game=game.slug,
-            board_keys=set(staged),
-            dense=dense,
-            kinds=report.kinds if partial else None,
-            season_ids=set(codecs) if live_only or shard is not None else None,
-            shard=shard,
-            applied_events=applied,
-            dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
-        )
-        if partial:
-            report.left_to_the_worker = len(waiting)
-        else:
-            report.marked_applied = _flag_applied([event.event_id for event in applied])
-    report.paused_s = round(time.monotonic() - clock, 2)
-    report.boards = len(staged)
-    logger.info("rebuild of %s: %s", game.slug, report)
-    return report
+        if scope.some_seasons:
+            fresh = {key: board for key, board in fresh.items() if board.ref.season_id in scope.codecs}
+        if scope.shard is not None:
+            fresh = {key: board for key, board in fresh.items() if board.ref.shard == scope.shard}
+    return _Moved(now=now, touched=touched, pending=pending, slots=slots, waiting=waiting, fresh=fresh)
+
+
+def _boards_swap_in(
+    *, game: Game, scope: _Scope, staged: dict[str, StagedBoard], moved: _Moved, report: RebuildReport
+) -> None:
+    """The staged copies renamed over the live boards in one MULTI (`boards_swap`), which also sets
+    the dedup markers of the unapplied events the new boards hold (a full rebuild only); then their
+    applied flag. A partial rebuild marks nothing: those events are left to the worker."""
+    applied = (
+        []
+        if scope.partial
+        else [
+            MarkedEvent(event_id, accepted_at, moved.slots.of(season_id=season_id, player_id=player))
+            for event_id, player, accepted_at, season_id in moved.pending
+        ]
+    )
+    report.removed_keys = boards_swap(
+        game=game.slug,
+        board_keys=set(staged),
+        dense=scope.dense,
+        kinds=report.kinds if scope.partial else None,
+        season_ids=set(scope.codecs) if scope.some_seasons else None,
+        shard=scope.shard,
+        applied_events=applied,
+        dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
+    )
+    if scope.partial:
+        report.left_to_the_worker = len(moved.waiting)
+    else:
+        report.marked_applied = _flag_applied([event.event_id for event in applied])
 
 
 def _flag_applied(event_ids: list[int]) -> int:
