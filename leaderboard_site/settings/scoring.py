@@ -1,4 +1,5 @@
-"""Scoring knobs: signature window, dedup window, relay timing, read cache."""
+"""Scoring knobs: signature window, dedup window, relay timing, single-result groups, board lifetimes,
+recovery and reconciliation, anti-cheat defaults, the public read throttle."""
 
 from .env import env_float, env_int
 
