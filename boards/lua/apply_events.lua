@@ -1,4 +1,5 @@
 -- Apply a batch of accepted score events to one group of boards, at most once per event.
+-- Needs ranking_lib.lua joined in front (the dense rule's companion: companion_add, _drop).
 --
 -- KEYS[1]                      pause flag of the game (set while rebuild_boards swaps keys in)
 -- KEYS[2]                      the game's hidden players (a set): their events touch no board
@@ -35,10 +36,6 @@ local first_event_arg = 7 + n_boards
 local first_version_key = 3 + n_boards
 if dense then first_version_key = first_version_key + n_boards end
 
-local function fmt(x)
-  return string.format('%.0f', x)
-end
-
 -- A board's version goes up with every change. A version key that is new starts at the server's
 -- clock in microseconds, so a board that expired or was flushed never repeats an old version.
 local function bump_version(key, now, ttl)
@@ -59,12 +56,9 @@ local function distinct_update(board_index, old_points, new_points)
   if not dense then return end
   local board = KEYS[2 + board_index]
   local companion = KEYS[2 + n_boards + board_index]
-  redis.call('ZADD', companion, new_points, fmt(new_points))
+  companion_add(companion, new_points)
   if old_points ~= nil and old_points ~= new_points then
-    local lo = old_points * span
-    if redis.call('ZCOUNT', board, fmt(lo), fmt(lo + span - 1)) == 0 then
-      redis.call('ZREM', companion, fmt(old_points))
-    end
+    companion_drop(board, companion, span, old_points)
   end
 end
 

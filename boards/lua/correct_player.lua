@@ -1,5 +1,6 @@
 -- Write one player's re-derived scores as absolute values (a correction), atomically with the
 -- dedup markers of the events the values already include.
+-- Needs ranking_lib.lua joined in front (the dense rule's companion: companion_add, _drop).
 --
 -- KEYS[1]                    pause flag of the game
 -- KEYS[2 .. 1+N]             the affected boards
@@ -22,7 +23,6 @@ local span = tonumber(ARGV[3])
 local dense = ARGV[4] == '1'
 local changed = 0
 
-local function fmt(x) return string.format('%.0f', x) end
 local now = redis.call('TIME')
 
 -- As in apply_events.lua: a new version key starts at the server's clock in microseconds.
@@ -32,13 +32,6 @@ local function bump_version(key, ttl)
   end
   redis.call('INCR', key)
   if ttl > 0 then redis.call('EXPIRE', key, ttl) end
-end
-
-local function companion_drop(board, companion, points)
-  local lo = points * span
-  if redis.call('ZCOUNT', board, fmt(lo), fmt(lo + span - 1)) == 0 then
-    redis.call('ZREM', companion, fmt(points))
-  end
 end
 
 for i = 1, n do
@@ -52,7 +45,7 @@ for i = 1, n do
   if new == '' then
     if old then
       redis.call('ZREM', board, player)
-      if dense then companion_drop(board, companion, old_points) end
+      if dense then companion_drop(board, companion, span, old_points) end
       bump_version(version, ttl)
       changed = changed + 1
     end
@@ -61,8 +54,8 @@ for i = 1, n do
     if ttl > 0 and redis.call('TTL', board) == -1 then redis.call('EXPIRE', board, ttl) end
     if dense then
       local new_points = math.floor(tonumber(new) / span)
-      redis.call('ZADD', companion, new_points, fmt(new_points))
-      if old_points and old_points ~= new_points then companion_drop(board, companion, old_points) end
+      companion_add(companion, new_points)
+      if old_points and old_points ~= new_points then companion_drop(board, companion, span, old_points) end
     end
     bump_version(version, ttl)
     changed = changed + 1

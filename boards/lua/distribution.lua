@@ -1,4 +1,5 @@
 -- The board's equi-depth score histogram; nothing when the caller's copy is current.
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] the board's version
 -- ARGV[1] span = 2^time_bits   ARGV[2] buckets   ARGV[3] the version the caller holds ("" for none)
 -- Returns {version} when it equals ARGV[3], else {version, total, low, high, players, ...}: points

@@ -1,4 +1,5 @@
 -- A player and their friends with a score on the board, each with their rank on the whole board.
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- KEYS[4] the player's friends (a set)
 -- ARGV[1] player id   ARGV[2] span = 2^time_bits   ARGV[3] tie rule   ARGV[4] most friends read

@@ -1,4 +1,5 @@
 -- One player's standing on a board, with what the percentile needs.
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- ARGV[1] player id   ARGV[2] span = 2^time_bits   ARGV[3] tie rule
 -- ARGV[4] exact ranks (the percentile is exact down to this rank)   ARGV[5] histogram buckets
@@ -13,7 +14,7 @@ if position == nil then return {} end
 local p = points_of(score, span)
 local rank = rank_of(KEYS[1], KEYS[2], span, ARGV[3], score, position)
 local total = redis.call('ZCARD', KEYS[1])
-local lower = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. fmt(p * span))
+local lower = fewer_points(KEYS[1], span, p)
 local name = redis.call('HGET', KEYS[3], ARGV[1])
 local below, own = -1, -1
 if rank > tonumber(ARGV[4]) then

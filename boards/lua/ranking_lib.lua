@@ -1,7 +1,19 @@
--- Shared by the read scripts (prepended to each when loaded: common.redis.lua_path in boards/selectors.py).
--- Display order: score descending, then player id ascending. Redis orders equal scores by member
--- in reverse for ZREVRANGE, so equal-score groups are re-read in ascending order here.
--- Ranks never come from ZREVRANK alone: competition and dense ranks are counts.
+-- The tie rules on a sorted set: every script of boards/lua that ranks, orders tied entries or
+-- keeps the dense rule's companion has this file joined in front (common.redis.lua_path in
+-- boards/selectors.py, boards/sharded.py and boards/writer.py). Their Python twin is
+-- boards/ranking.py; boards/tests/test_tie_rules.py holds both, and the freeze's SQL, to the same
+-- ranks.
+--
+-- A board's score is points * span + (span - 1 - reached second): equal points order by who
+-- reached them first. Display order: score descending, then player id ascending. Redis orders
+-- equal scores by member in reverse for ZREVRANGE, so equal-score groups are re-read in ascending
+-- order here. Ranks never come from ZREVRANK alone: a rank is 1 + a count of what is above.
+--   competition  players with strictly more points           (more_points)
+--   dense        distinct points values above, read from the board's companion set of distinct
+--                points (distinct_above), which the write scripts keep (companion_add, _drop)
+--   first        entries ahead in display order: the position (position_of; ids_before for an
+--                id that may be elsewhere)
+-- Under competition and dense, equal points share a rank (shares_rank).
 
 local function points_of(score, span)
   return math.floor(tonumber(score) / span)
@@ -9,6 +21,61 @@ end
 
 local function fmt(x)
   return string.format('%.0f', x)
+end
+
+-- Whether entries with equal points share a rank under `rule`.
+local function shares_rank(rule)
+  return rule ~= 'first'
+end
+
+-- Players with strictly more points than `p` (competition's count).
+local function more_points(key, span, p)
+  return redis.call('ZCOUNT', key, fmt((p + 1) * span), '+inf')
+end
+
+-- Players with strictly fewer points than `p` (the percentile's count).
+local function fewer_points(key, span, p)
+  return redis.call('ZCOUNT', key, '-inf', '(' .. fmt(p * span))
+end
+
+-- Distinct points values above `p`, from the board's companion (dense's count).
+local function distinct_above(companion, p)
+  return redis.call('ZCOUNT', companion, '(' .. fmt(p), '+inf')
+end
+
+-- The dense companion after a member of a board reached points `p`.
+local function companion_add(companion, p)
+  redis.call('ZADD', companion, p, fmt(p))
+end
+
+-- The dense companion after a member of `board` left points `p`: the value goes when nobody
+-- holds it any more.
+local function companion_drop(board, companion, span, p)
+  local lo = p * span
+  if redis.call('ZCOUNT', board, fmt(lo), fmt(lo + span - 1)) == 0 then
+    redis.call('ZREM', companion, fmt(p))
+  end
+end
+
+-- Of the members with score `s` (a tie even on reach time), how many come before id `m` in
+-- display order (a smaller id). `m` need not be one of them (a shard's count for a player of
+-- another shard).
+local function ids_before(key, s, m)
+  local before = 0
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', key, s, s)) do
+    if other < m then before = before + 1 end
+  end
+  return before
+end
+
+-- The members with score `s` other than `m`, split around it in display order: {ids before m},
+-- {ids after m}.
+local function tie_split(key, s, m)
+  local before, after = {}, {}
+  for _, other in ipairs(redis.call('ZRANGEBYSCORE', key, s, s)) do
+    if other < m then before[#before + 1] = other elseif other > m then after[#after + 1] = other end
+  end
+  return before, after
 end
 
 -- Entries at display positions [start, stop] (0-based): a flat list of {member, score, position}.
@@ -66,12 +133,10 @@ end
 
 -- Rank of an entry with this score at this display position, by the game's tie rule.
 local function rank_of(key, companion, span, rule, score, position)
-  if rule == 'first' then return position + 1 end
+  if not shares_rank(rule) then return position + 1 end
   local p = points_of(score, span)
-  if rule == 'dense' then
-    return 1 + redis.call('ZCOUNT', companion, '(' .. fmt(p), '+inf')
-  end
-  return 1 + redis.call('ZCOUNT', key, fmt((p + 1) * span), '+inf')
+  if rule == 'dense' then return 1 + distinct_above(companion, p) end
+  return 1 + more_points(key, span, p)
 end
 
 -- Flat reply for entries: member, points, rank, display name (false when unknown).
@@ -82,10 +147,11 @@ local function entries_reply(key, companion, names, span, rule, slice)
   for i, e in ipairs(slice) do members[i] = e[1] end
   local display = {}
   if #members > 0 then display = redis.call('HMGET', names, unpack(members)) end
+  local shared = shares_rank(rule)
   for i, e in ipairs(slice) do
     local p = points_of(e[2], span)
     local rank
-    if rule ~= 'first' and p == prev_points then
+    if shared and p == prev_points then
       rank = prev_rank
     else
       rank = rank_of(key, companion, span, rule, e[2], e[3])

@@ -1,5 +1,6 @@
 -- One shard's entries nearest to a position of the display order (score descending, then player
 -- id): the w entries just before (score s, player m) and the w just after, for a merged "around".
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] the shard's sorted set   ARGV[1] score s   ARGV[2] player m   ARGV[3] w
 -- Returns {member, score, ...}: those entries, in no particular order (m itself left out).
 local key, s, m, w = KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3])
@@ -13,11 +14,7 @@ end
 if w <= 0 then return reply end
 -- Score s itself: ids before m come before it, ids after m after it.
 local before, after = {}, {}
-if redis.call('ZCOUNT', key, s, s) > 0 then
-  for _, other in ipairs(redis.call('ZRANGEBYSCORE', key, s, s)) do
-    if other < m then before[#before + 1] = other elseif other > m then after[#after + 1] = other end
-  end
-end
+if redis.call('ZCOUNT', key, s, s) > 0 then before, after = tie_split(key, s, m) end
 for i = math.max(1, #before - w + 1), #before do add({before[i], s}) end
 for i = 1, math.min(w, #after) do add({after[i], s}) end
 -- Higher scores, nearest first. The farthest score reached may hold more players than fit: of

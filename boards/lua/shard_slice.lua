@@ -1,4 +1,5 @@
 -- One shard's top n in display order (score descending, then player id), for a merged top n.
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] the shard's sorted set   ARGV[1] n
 -- Returns {members, member, score, member, score, ...}.
 local reply = {redis.call('ZCARD', KEYS[1])}

@@ -1,6 +1,7 @@
 -- Top N of a board in display order, with ranks by the tie rule; nothing when the caller's copy is
 -- current (its version: the board's version and the game's names version, which the writer and
 -- the correction script bump atomically with the data).
+-- Needs ranking_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- KEYS[4] the board's version   KEYS[5] the game's names version
 -- ARGV[1] n   ARGV[2] span = 2^time_bits   ARGV[3] tie rule (competition, dense, first)
