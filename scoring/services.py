@@ -28,7 +28,7 @@ from anticheat.models import ServerKey
 from anticheat.services import Rules, Verdict, results_judge, rules_for
 from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
-from boards.services import players_register, season_regions_fix
+from boards.services import Profile, players_register, season_regions_fix
 from boards.writer import names_fill, names_store
 from common.db import copy_rows, ids_take, insert_rows_returning, jsonb_binary, rows_by_keys
 from common.metrics import count
@@ -237,6 +237,29 @@ def _earlier_submissions(game: Game, match_ids: list[uuid.UUID]) -> dict[uuid.UU
     }
 
 
+_NO_EXTRA_BOARDS = jsonb_binary([])
+
+
+class EventInsert(NamedTuple):
+    """One ledger row as the submission inserts it (columns by name, in one statement)."""
+
+    game_id: int
+    season_id: int
+    match_id: uuid.UUID
+    player_id: str
+    points: int
+    played_at: datetime
+    duration_s: int
+    day: date
+    week: str
+    region: str | None
+    status: str
+    reason: str
+    accepted_at: datetime
+    extra_boards: bytes  # a JSON list, as `jsonb_binary` writes it
+    requested_region: str | None
+
+
 @transaction.atomic
 def _store(
     *,
@@ -247,7 +270,29 @@ def _store(
     now: datetime,
     rules: Rules,
 ) -> tuple[list[int], dict[str, str]]:
-    # 1. Judge every result of the batch at once (the anti-cheat seam).
+    """The batch's matches into the ledger, in one transaction, in four steps: 1. judge the results;
+    2. register the players and the region each result counts in; 3. each match's answer, then the
+    match ids claimed with it, then the events; 4. the season totals. Row locks in that order:
+    players and season regions (player id order), the submissions (match id order), the season
+    totals last (player id order), all held until the commit. Fills `outcomes` (202 each); returns
+    the ids of the accepted events (for the apply task) and the new display names (for Redis)."""
+    _results_judge(game=game, rules=rules, pending=pending, now=now)
+    players, new_names, created = players_register(
+        game=game, profiles=[(r.player_id, r.display_name, r.region) for p in pending for r in p.match.results]
+    )
+    regions_by_season = _regions_counted(pending=pending, players=players, created=created)
+    rows, answers = _events_and_answers(
+        game=game, pending=pending, players=players, regions_by_season=regions_by_season, outcomes=outcomes, now=now
+    )
+    _claim_submissions(game=game, key=key, pending=pending, answers=answers)
+    event_ids = _events_insert(rows)
+    accepted = _season_totals_last(game=game, pending=pending, rows=rows, event_ids=event_ids, outcomes=outcomes)
+    return accepted, new_names
+
+
+def _results_judge(*, game: Game, rules: Rules, pending: list[_Pending], now: datetime) -> None:
+    """Step 1: judge every result of the batch at once (the anti-cheat seam); each match gets its
+    verdicts, in result order."""
     verdicts = iter(
         results_judge(
             game=game,
@@ -259,10 +304,13 @@ def _store(
     for p in pending:
         p.verdicts = [next(verdicts) for _ in p.match.results]
 
-    # 2. Players and the region each accepted result counts in.
-    players, new_names, created = players_register(
-        game=game, profiles=[(r.player_id, r.display_name, r.region) for p in pending for r in p.match.results]
-    )
+
+def _regions_counted(
+    *, pending: list[_Pending], players: dict[str, Profile], created: set[str]
+) -> dict[int, dict[str, str]]:
+    """Step 2 (after the players are registered): per season, the region each player's results
+    count in. An accepted result fixes a player's season region if none is fixed yet (locks the
+    rows `season_regions_fix` writes); the others are only looked up."""
     regions_by_season: dict[int, dict[str, str]] = {}
     by_season: dict[int, list[_Pending]] = defaultdict(list)
     for p in pending:
@@ -282,8 +330,20 @@ def _store(
         if rest:
             fixed.update(season_regions_of(season=season, player_ids=rest))
         regions_by_season[season_id] = fixed
+    return regions_by_season
 
-    # 3. Each match's answer, then the match ids claimed with it, then the events.
+
+def _events_and_answers(
+    *,
+    game: Game,
+    pending: list[_Pending],
+    players: dict[str, Profile],
+    regions_by_season: dict[int, dict[str, str]],
+    outcomes: list[MatchOutcome | None],
+    now: datetime,
+) -> tuple[list[EventInsert], dict[uuid.UUID, dict[str, Any]]]:
+    """Step 3, in memory: each result's ledger row, and each match's answer (also its outcome,
+    202). One pass over the results."""
     rows: list[EventInsert] = []
     answers: dict[uuid.UUID, dict[str, Any]] = {}
     periods: dict[datetime, tuple[date, str]] = {}  # the day and ISO week of each played_at
@@ -320,9 +380,12 @@ def _store(
             results.append(_result_answer(r.player_id, v))
         answers[match.match_id] = {"match_id": str(match.match_id), "results": results}
         outcomes[p.index] = MatchOutcome(http_status=202, body=answers[match.match_id])
-    _claim_submissions(game=game, key=key, pending=pending, answers=answers)
-    # The events, by COPY with ids from their own sequence (nothing can conflict: the match ids are
-    # this transaction's).
+    return rows, answers
+
+
+def _events_insert(rows: list[EventInsert]) -> list[int]:
+    """Step 3, once the match ids are claimed: the events, by COPY with ids from their own sequence
+    (nothing can conflict: the match ids are this transaction's). Returns their ids, in row order."""
     event_ids = ids_take(ScoreEvent._meta.db_table, len(rows))
     copy_rows(
         ScoreEvent._meta.db_table,
@@ -330,38 +393,25 @@ def _store(
         ([event_id, *row] for event_id, row in zip(event_ids, rows, strict=True)),
         binary=True,
     )
+    return event_ids
+
+
+def _season_totals_last(
+    *,
+    game: Game,
+    pending: list[_Pending],
+    rows: list[EventInsert],
+    event_ids: list[int],
+    outcomes: list[MatchOutcome | None],
+) -> list[int]:
+    """Step 4: the season totals last, as their row locks are held only until the commit that
+    follows. Events that would take a total past its capacity become `score_overflow` (their
+    answers too); returns the ids of the events still accepted."""
     inserted = [(event_id, row.status) for event_id, row in zip(event_ids, rows, strict=True)]
-    # 4. Season totals last: their row locks are held only until the commit that follows.
     overflowed = _season_totals_add(pending, event_ids)
     if overflowed:
         _mark_overflow(game=game, pending=pending, overflowed=overflowed, outcomes=outcomes)
-    accepted = [
-        event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed
-    ]
-    return accepted, new_names
-
-
-_NO_EXTRA_BOARDS = jsonb_binary([])
-
-
-class EventInsert(NamedTuple):
-    """One ledger row as the submission inserts it (columns by name, in one statement)."""
-
-    game_id: int
-    season_id: int
-    match_id: uuid.UUID
-    player_id: str
-    points: int
-    played_at: datetime
-    duration_s: int
-    day: date
-    week: str
-    region: str | None
-    status: str
-    reason: str
-    accepted_at: datetime
-    extra_boards: bytes  # a JSON list, as `jsonb_binary` writes it
-    requested_region: str | None
+    return [event_id for event_id, status in inserted if status == EventStatus.ACCEPTED and event_id not in overflowed]
 
 
 def _names_store(*, game: Game, names: dict[str, str]) -> None:
