@@ -9,11 +9,11 @@ import pytest
 from django.http import HttpResponse
 from django.test import Client
 
-from boards.fastpath import ROUTE
+from boards.fastpath import ROUTER as READS
 from boards.selectors import distribution_cache, top_cache
 from common.redis import client as redis_client
 from common.testing import asgi_request
-from scoring.fastpath import ROUTE as SINGLE
+from scoring.fastpath import ROUTER as SINGLES
 from seasons.catalog import catalog_forget_local
 
 
@@ -41,7 +41,8 @@ class ProductionClient(Client):
     ) -> Any:
         parts = urlsplit(path)
         headers = extra.get("headers") or {}
-        if method != "POST" or parts.query or secure or set(extra) - {"headers"} or not SINGLE.match(parts.path):
+        single = method == "POST" and SINGLES.match("POST", parts.path) is not None
+        if not single or parts.query or secure or set(extra) - {"headers"}:
             return super().generic(method, path, data, content_type, secure, **extra)
         from leaderboard_site.asgi import application
 
@@ -56,7 +57,7 @@ class ProductionClient(Client):
 
     def get(self, path: str, data: Any = None, follow: bool = False, secure: bool = False, **extra: Any) -> Any:
         parts = urlsplit(path)
-        if data or follow or secure or extra or not ROUTE.match(unquote(parts.path)):
+        if data or follow or secure or extra or not READS.match("GET", unquote(parts.path)):
             return super().get(path, data, follow, secure, **extra)
         return asgi_get(parts.path, parts.query)
 

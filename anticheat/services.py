@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from common.api_errors import ApiError
+from common.api_errors import Problem
 from common.db import model_columns, models_from_rows, models_where
 from common.outage import OutageLog
 from common.ratelimit import BUCKET_LIB, LocalBuckets, bucket_ttl_s, buckets_spend, retry_after_s
@@ -96,6 +96,13 @@ def _key_read(key_id: str) -> ServerKey | None:
     return server_keys_by_id([key_id]).get(key_id)
 
 
+NOT_AUTHENTICATED = Problem(401, "not_authenticated", "a signature header is missing")
+SIGNATURE_REFUSED = Problem(
+    401, "authentication_failed", "unknown, revoked or retired key, a bad signature, or a timestamp out of the window"
+)
+WRONG_GAME = Problem(403, "permission_denied", "the key belongs to another game")
+
+
 def request_verify(
     *,
     game_slug: str,
@@ -116,29 +123,25 @@ def request_verify(
     timestamp = headers.get(HEADER_TIMESTAMP)
     signature = headers.get(HEADER_SIGNATURE)
     if not key_id or not timestamp or not signature:
-        raise ApiError(
-            401,
-            "not_authenticated",
-            f"Signed requests need the headers {HEADER_KEY}, {HEADER_TIMESTAMP} and {HEADER_SIGNATURE}.",
+        raise NOT_AUTHENTICATED(
+            f"Signed requests need the headers {HEADER_KEY}, {HEADER_TIMESTAMP} and {HEADER_SIGNATURE}."
         )
     if not timestamp.isdigit() or len(timestamp) > 12:
-        raise ApiError(401, "authentication_failed", f"{HEADER_TIMESTAMP} must be Unix time in whole seconds.")
+        raise SIGNATURE_REFUSED(f"{HEADER_TIMESTAMP} must be Unix time in whole seconds.")
     # Whole seconds on both sides: the header has whole seconds, so the server's clock is read the
     # same way (a request signed 300 s ago, to the second, is still in the window).
     if abs(int(timestamp) - int(now.timestamp())) > settings.SIGNATURE_MAX_SKEW_S:
-        raise ApiError(
-            401,
-            "authentication_failed",
-            f"{HEADER_TIMESTAMP} is more than {settings.SIGNATURE_MAX_SKEW_S} s from the server's clock.",
+        raise SIGNATURE_REFUSED(
+            f"{HEADER_TIMESTAMP} is more than {settings.SIGNATURE_MAX_SKEW_S} s from the server's clock."
         )
     key = key_lookup(key_id)
     if key is None or key.revoked_at is not None or (key.expires_at is not None and key.expires_at <= now):
-        raise ApiError(401, "authentication_failed", "Unknown, revoked or retired key.")
+        raise SIGNATURE_REFUSED("Unknown, revoked or retired key.")
     expected = signature_compute(secret=key.secret, timestamp=timestamp, method=method, path=path, body=body)
     if not hmac.compare_digest(expected.encode(), signature.encode()):
-        raise ApiError(401, "authentication_failed", "The signature does not match the request.")
+        raise SIGNATURE_REFUSED("The signature does not match the request.")
     if key.game.slug != game_slug:
-        raise ApiError(403, "permission_denied", "This key belongs to another game.")
+        raise WRONG_GAME("This key belongs to another game.")
     return key
 
 

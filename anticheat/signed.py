@@ -4,10 +4,12 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from common.api_errors import ApiError
+from common.api_errors import THROTTLED
 
 from .models import ServerKey
-from .services import request_verify, rules_for, server_key_throttle
+from .services import NOT_AUTHENTICATED, SIGNATURE_REFUSED, WRONG_GAME, request_verify, rules_for, server_key_throttle
+
+SIGNED_ERRORS = (NOT_AUTHENTICATED, SIGNATURE_REFUSED, WRONG_GAME, THROTTLED)  # of every signed request
 
 SIGNATURE_HEADERS = [
     OpenApiParameter("X-Leaderboard-Key", str, OpenApiParameter.HEADER, required=True, description="Key id."),
@@ -50,10 +52,8 @@ def signed_key(request: Request, game: str) -> ServerKey:
     )
     retry_after = server_key_throttle(key=key, rules=rules_for(game=key.game), now=timezone.now())
     if retry_after is not None:
-        raise ApiError(
-            429,
-            "throttled",
+        raise THROTTLED(
             f"Over this key's rate limit; retry in {retry_after} s. Nothing was stored.",
-            headers={"Retry-After": str(retry_after)},
+            {"Retry-After": str(retry_after)},
         )
     return key

@@ -1,123 +1,249 @@
-"""Public read endpoints (no signature). Thin: parse the query, one selector call, a serializer."""
+"""The public reads (no signature), each declared once (common/operations.py): its route, its
+parameters, the selector it calls, its answer's shape and its errors. urls.py builds Django's
+views from `OPERATIONS`, drf-spectacular the OpenAPI document, and fastpath.py answers the board
+reads that carry a `ScriptRead` without Django.
+
+To add a read of a board: write its selector (selectors.py: the sync function, and its Lua
+script's call and parse when one script answers it), then declare it here with `board_read`;
+urls.py and the fast entrance pick it up. boards/tests/test_fastpath.py holds the two entrances
+to the same bytes for every declared fast read.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from common.api_errors import ApiError, ErrorSerializer
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, Problem
 from common.openapi import GAME_PARAM, PLAYER_PARAM
+from common.operations import Args, Operation, Query
 
-from . import selectors, serializers
-from .params import BOARD_PARAMS, N_PARAM, R_PARAM, int_param, not_ranked, resolve, throttle_reads
+from . import keys, selectors, serializers
+from .params import BOARD_ERRORS, BOARD_PARAM, BOARD_QUERY, NOT_RANKED, N, R, not_ranked, resolve, throttle_reads
+from .selectors import BoardView, Call, VersionedCache
 
-ERRORS = {400: ErrorSerializer, 404: ErrorSerializer, 429: ErrorSerializer, 503: ErrorSerializer}
+
+@dataclass(frozen=True)
+class ScriptRead:
+    """A read that one Lua script answers on a live board of one sorted set (the fast entrance's
+    way; the sync selectors run the same calls). `call(view, args, held_version)` gives the
+    script's KEYS and ARGV; `parse(view, args, reply)` the selector's value (None: not ranked), or
+    for a cached read (version, value or None when the held copy is current).
+
+    A cached read keeps answers in `cache` under `cache_key`, at the board's version. On a board
+    split by player (board_shards > 1) a held answer is served while `split_versions` (the keys
+    whose values make its version) are unchanged; Django reads the shards otherwise."""
+
+    script: str
+    call: Callable[[BoardView, Args, str], Call]
+    parse: Callable[[BoardView, Args, list[Any]], Any]
+    cache: VersionedCache | None = None
+    cache_key: Callable[[BoardView, Args], Any] | None = None
+    split_versions: Callable[[BoardView], list[str]] | None = None
 
 
-class BoardTopApi(APIView):
-    @extend_schema(
-        operation_id="board_top",
-        parameters=[N_PARAM, *BOARD_PARAMS],
-        responses={200: serializers.TopSerializer, **ERRORS},
+@dataclass(frozen=True)
+class BoardRead:
+    """How a board read is answered: `select(view, args)` is the selector (every board: live,
+    frozen, split, on a cluster), None when the player is not ranked (404 `not_ranked`);
+    `present(view, args, value)` is what the answer's serializer renders; `script` is the fast
+    entrance's one-script form (None: Django only)."""
+
+    select: Callable[[BoardView, Args], Any]
+    present: Callable[[BoardView, Args, Any], Any] = lambda view, args, value: value
+    script: ScriptRead | None = None
+    missing: bool = False  # whether `select` may answer None (declares 404 `not_ranked`)
+
+
+def board_read(
+    *,
+    id: str,
+    route: str,
+    tail: str,
+    read: BoardRead,
+    answer: type[Any],
+    description: str,
+    query: tuple[Query, ...] = (),
+) -> Operation:
+    """A GET of one board: `/games/{game}/boards/{board}/<tail>` with the board's query parameters."""
+
+    def call(request: Request, args: Args) -> Any:
+        view = resolve(request, args)
+        value = read.select(view, args)
+        if value is None:
+            raise not_ranked(args["player_id"])
+        return read.present(view, args, value)
+
+    path_params = (GAME_PARAM, BOARD_PARAM, *((PLAYER_PARAM,) if "{player_id}" in tail else ()))
+    errors = BOARD_ERRORS + ((NOT_RANKED,) if read.missing else ())
+    return Operation(
+        id=id,
+        method="GET",
+        path=f"games/{{game}}/boards/{{board}}/{tail}",
+        route=route,
+        call=call,
+        description=description,
+        path_params=path_params,
+        query=(*query, *BOARD_QUERY),
+        answer=answer,
+        errors=errors,
+        fast=read,
+    )
+
+
+def _entries(view: BoardView, args: Args, entries: Any) -> dict[str, Any]:
+    return {"entries": entries}
+
+
+def _shard_versions(view: BoardView) -> list[str]:
+    return [part.version_key for part in view.ref.shards(view.season.board_shards)]
+
+
+TOP = BoardRead(
+    select=lambda view, args: selectors.board_top(view=view, n=args["n"]),
+    present=lambda view, args, entries: {"view": view, "entries": entries},
+    script=ScriptRead(
+        selectors.TOP_SCRIPT,
+        call=lambda view, args, held: selectors.top_call(view, args["n"], held),
+        parse=lambda view, args, reply: selectors.top_parse(view, reply),
+        cache=selectors.top_cache,
+        cache_key=lambda view, args: (view.ref.key, args["n"]),
+        split_versions=lambda view: [*_shard_versions(view), keys.names_version_key(view.game.slug)],
+    ),
+)
+PLAYER = BoardRead(
+    select=lambda view, args: selectors.board_player(view=view, player_id=args["player_id"]),
+    script=ScriptRead(
+        selectors.PLAYER_SCRIPT,
+        call=lambda view, args, held: selectors.player_call(view, args["player_id"]),
+        parse=lambda view, args, reply: selectors.player_parse(view, args["player_id"], reply),
+    ),
+    missing=True,
+)
+AROUND = BoardRead(
+    select=lambda view, args: selectors.board_around(view=view, player_id=args["player_id"], r=args["r"]),
+    present=_entries,
+    script=ScriptRead(
+        selectors.AROUND_SCRIPT,
+        call=lambda view, args, held: selectors.around_call(view, args["player_id"], args["r"]),
+        parse=lambda view, args, reply: selectors.around_parse(view, reply),
+    ),
+    missing=True,
+)
+FRIENDS = BoardRead(
+    select=lambda view, args: selectors.board_friends(view=view, player_id=args["player_id"]),
+    present=_entries,
+    script=ScriptRead(
+        selectors.FRIENDS_SCRIPT,
+        call=lambda view, args, held: selectors.friends_call(view, args["player_id"]),
+        parse=lambda view, args, reply: selectors.friends_parse(view, reply),
+    ),
+)
+DISTRIBUTION = BoardRead(
+    select=lambda view, args: selectors.board_distribution(view=view),
+    script=ScriptRead(
+        selectors.DISTRIBUTION_SCRIPT,
+        call=lambda view, args, held: selectors.distribution_call(view, held),
+        parse=lambda view, args, reply: selectors.distribution_parse(view, reply),
+        cache=selectors.distribution_cache,
+        cache_key=lambda view, args: view.ref.key,
+        split_versions=_shard_versions,
+    ),
+)
+
+
+def _game_detail(request: Request, args: Args) -> Any:
+    throttle_reads(request)
+    detail = selectors.game_detail(slug=args["game"], now=timezone.now())
+    if detail is None:
+        raise NOT_FOUND(f"No game {args['game']!r}.")
+    return detail
+
+
+def _game_seasons(request: Request, args: Args) -> Any:
+    throttle_reads(request)
+    listing = selectors.game_seasons(slug=args["game"], now=timezone.now())
+    if listing is None:
+        raise NOT_FOUND(f"No game {args['game']!r}.")
+    return listing
+
+
+_CATALOG_ERRORS: tuple[Problem, ...] = (NOT_FOUND, THROTTLED, BOARDS_DOWN)
+
+OPERATIONS: list[Operation] = [
+    Operation(
+        id="game_detail",
+        method="GET",
+        path="games/{game}",
+        route="game-detail",
+        call=_game_detail,
+        description="The game: its name, tie rule, board kinds, the regions of its current season and that season.",
+        path_params=(GAME_PARAM,),
+        answer=serializers.GameSerializer,
+        errors=_CATALOG_ERRORS,
+    ),
+    Operation(
+        id="game_seasons",
+        method="GET",
+        path="games/{game}/seasons",
+        route="game-seasons",
+        call=_game_seasons,
+        description="The game's seasons, newest first, each with its status now, and the current one.",
+        path_params=(GAME_PARAM,),
+        answer=serializers.SeasonsSerializer,
+        errors=_CATALOG_ERRORS,
+    ),
+    board_read(
+        id="board_top",
+        route="board-top",
+        tail="top",
+        read=TOP,
+        answer=serializers.TopSerializer,
+        query=(N,),
         description=(
             "The top n, highest first, ranked by the game's tie rule: the board as it is now (a copy is "
             "served only while the board's version in Redis has not moved)."
         ),
-    )
-    def get(self, request: Request, game: str, board: str) -> Response:
-        n = int_param(request, "n", 100, 1, 1000)
-        view = resolve(request, game, board)
-        entries = selectors.board_top(view=view, n=n)
-        return Response(serializers.TopSerializer({"view": view, "entries": entries}).data)
-
-
-class BoardPlayerApi(APIView):
-    @extend_schema(
-        operation_id="board_player",
-        parameters=[PLAYER_PARAM, *BOARD_PARAMS],
-        responses={200: serializers.PlayerStandingSerializer, **ERRORS},
-        description="A player's score, rank, the board's total and percentile; 404 `not_ranked`.",
-    )
-    def get(self, request: Request, game: str, board: str, player_id: str) -> Response:
-        view = resolve(request, game, board)
-        standing = selectors.board_player(view=view, player_id=player_id)
-        if standing is None:
-            raise not_ranked(player_id)
-        return Response(serializers.PlayerStandingSerializer(standing).data)
-
-
-class BoardAroundApi(APIView):
-    @extend_schema(
-        operation_id="board_around",
-        parameters=[PLAYER_PARAM, R_PARAM, *BOARD_PARAMS],
-        responses={200: serializers.AroundSerializer, **ERRORS},
-        description="The 2r+1 entries around the player; near either end the window slides.",
-    )
-    def get(self, request: Request, game: str, board: str, player_id: str) -> Response:
-        r = int_param(request, "r", 5, 0, 50)
-        view = resolve(request, game, board)
-        entries = selectors.board_around(view=view, player_id=player_id, r=r)
-        if entries is None:
-            raise not_ranked(player_id)
-        return Response(serializers.AroundSerializer({"entries": entries}).data)
-
-
-class BoardFriendsApi(APIView):
-    @extend_schema(
-        operation_id="board_friends",
-        parameters=[PLAYER_PARAM, *BOARD_PARAMS],
-        responses={200: serializers.FriendsSerializer, **ERRORS},
-        description=(
-            "The player and their confirmed friends (stored by the service, at most 500) with a score on "
-            "the board: `rank` among themselves by the tie rule, `board_rank` on the whole board."
-        ),
-    )
-    def get(self, request: Request, game: str, board: str, player_id: str) -> Response:
-        view = resolve(request, game, board)
-        entries = selectors.board_friends(view=view, player_id=player_id)
-        return Response(serializers.FriendsSerializer({"entries": entries}).data)
-
-
-class BoardDistributionApi(APIView):
-    @extend_schema(
-        operation_id="board_distribution",
-        parameters=BOARD_PARAMS,
-        responses={200: serializers.DistributionSerializer, **ERRORS},
+    ),
+    board_read(
+        id="board_distribution",
+        route="board-distribution",
+        tail="distribution",
+        read=DISTRIBUTION,
+        answer=serializers.DistributionSerializer,
         description=(
             "The score histogram used for percentiles and the page's chart: equi-depth buckets (up to 100), "
             "bounds inclusive, ascending and disjoint; recomputed at least once a minute."
         ),
-    )
-    def get(self, request: Request, game: str, board: str) -> Response:
-        view = resolve(request, game, board)
-        return Response(serializers.DistributionSerializer(selectors.board_distribution(view=view)).data)
-
-
-class GameDetailApi(APIView):
-    @extend_schema(
-        operation_id="game_detail",
-        parameters=[GAME_PARAM],
-        responses={200: serializers.GameSerializer, 404: ErrorSerializer},
-    )
-    def get(self, request: Request, game: str) -> Response:
-        throttle_reads(request)
-        detail = selectors.game_detail(slug=game, now=timezone.now())
-        if detail is None:
-            raise ApiError(404, "not_found", f"No game {game!r}.")
-        return Response(serializers.GameSerializer(detail).data)
-
-
-class GameSeasonsApi(APIView):
-    @extend_schema(
-        operation_id="game_seasons",
-        parameters=[GAME_PARAM],
-        responses={200: serializers.SeasonsSerializer, 404: ErrorSerializer},
-    )
-    def get(self, request: Request, game: str) -> Response:
-        throttle_reads(request)
-        now = timezone.now()
-        listing = selectors.game_seasons(slug=game, now=now)
-        if listing is None:
-            raise ApiError(404, "not_found", f"No game {game!r}.")
-        return Response(serializers.SeasonsSerializer(listing).data)
+    ),
+    board_read(
+        id="board_player",
+        route="board-player",
+        tail="players/{player_id}",
+        read=PLAYER,
+        answer=serializers.PlayerStandingSerializer,
+        description="A player's score, rank, the board's total and percentile; 404 `not_ranked`.",
+    ),
+    board_read(
+        id="board_friends",
+        route="board-friends",
+        tail="players/{player_id}/friends",
+        read=FRIENDS,
+        answer=serializers.FriendsSerializer,
+        description=(
+            "The player and their confirmed friends (stored by the service, at most 500) with a score on "
+            "the board: `rank` among themselves by the tie rule, `board_rank` on the whole board."
+        ),
+    ),
+    board_read(
+        id="board_around",
+        route="board-around",
+        tail="players/{player_id}/around",
+        read=AROUND,
+        answer=serializers.AroundSerializer,
+        query=(R,),
+        description="The 2r+1 entries around the player; near either end the window slides.",
+    ),
+]

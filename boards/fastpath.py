@@ -1,24 +1,28 @@
-"""The fast path of the hot reads: an ASGI handler in front of Django for GET top, player, around,
-friends and distribution on live boards.
+"""The fast entrance of the hot reads: an ASGI handler in front of Django that answers every
+board read declared with a one-script form (apis.py: top, player, around, friends, distribution)
+on live boards.
 
 A hot read is one Redis round trip on `redis.asyncio` (a pipeline: the caller's read-throttle
 token, the game's catalog version, the read's Lua script) and JSON rendered with orjson, with no
-thread hop, no middleware and no DRF in between. It answers exactly what the Django view answers
-(the same selectors' calls and parsers, the same body bytes, status and headers; a test compares
-the two paths request by request). Whatever it does not answer itself falls through to Django
-unchanged: another method or path, a bad query, an unknown game, board or season, a frozen
-season (PostgreSQL), a read of a board split by player (board_shards > 1: boards/sharded.py;
-only a top n held at every shard's current version is served here), a player who is not ranked,
-a throttled client (Django spends no second token: the scope says this one was spent). Redis down
-is the same 503 the views give, at once (a refused connection is retried once, 10 ms later; one
-that is never answered is given REDIS_CONNECT_TIMEOUT_S, twice). With the boards on a Redis
-Cluster (REDIS_CLUSTER_URL) every read falls through: its boards are read by scatter-gather in
-Django (boards/sharded.py) on redis-py's cluster client.
+thread hop, no middleware and no DRF in between. It is built from the same declaration as the
+Django view (common/operations.py): the route, the query's bounds, the script's call and parse,
+the answer's serializer and the errors are the declaration's, so the two answer the same bytes
+(boards/tests/test_fastpath.py compares them request by request, and checks that this entrance,
+not Django behind it, answered).
+
+It answers 200s, and the errors it can decide by itself: a bad query (400), an unknown board or
+season (404, once the catalog it resolved them with is known to be current), a player who is not
+ranked (404), an address over the read throttle (429), Redis down (503, at once: a refused
+connection is retried once, 10 ms later; one never answered is given REDIS_CONNECT_TIMEOUT_S,
+twice). Everything else falls through to Django unchanged: another method or path, a game whose
+catalog is not in Redis (a new game, a flush), a frozen season (PostgreSQL), a read of a board
+split by player (board_shards > 1: boards/sharded.py; only a cached answer held at every shard's
+current version is served here). With the boards on a Redis Cluster (REDIS_CLUSTER_URL) every
+read falls through: its boards are read by scatter-gather in Django on redis-py's cluster client.
 """
 
 import asyncio
 import logging
-import re
 import time
 import weakref
 from datetime import datetime
@@ -34,8 +38,20 @@ from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from common.asgi import ROUTE_NAME, ASGIApp, Fallback, Receive, Scope, Send, plain_request, render, respond
-from common.ratelimit import bucket_call
+from common.api_errors import BOARDS_DOWN, RETRY_AFTER_S, ApiError
+from common.asgi import (
+    ROUTE_NAME,
+    ASGIApp,
+    Fallback,
+    Receive,
+    Scope,
+    Send,
+    plain_request,
+    render,
+    respond,
+    respond_error,
+)
+from common.operations import FAST_ANSWERS, Args, Operation, Router
 from common.redis import lua_source, on_cluster
 from seasons.catalog import (
     Catalog,
@@ -47,40 +63,18 @@ from seasons.catalog import (
     catalog_version_key,
 )
 
-from . import selectors
-from .keys import names_version_key, reader_bucket_key
+from . import apis, selectors
+from .apis import BoardRead
+from .params import not_ranked, view_error
 from .selectors import BoardView, Cached
 from .sharded import ShardedBoard
-from .throttle import THROTTLE_SPENT
+from .throttle import THROTTLE_SPENT, reader_bucket_call, reader_verdict, throttled_error
 
-ROUTE = re.compile(
-    r"^/api/v1/games/(?P<game>[^/]+)/boards/(?P<board>[^/]+)/"
-    r"(?:(?P<top>top)|(?P<distribution>distribution)|players/(?P<player>[^/]+)(?:/(?P<sub>around|friends))?)$"
-)
-
-
+RETRY_AFTER = {"Retry-After": str(RETRY_AFTER_S)}
 logger = logging.getLogger(__name__)
 
-
-def route_name(match: re.Match[str]) -> str:
-    """The name of the URL pattern (boards/urls.py) Django would answer this read with."""
-    if match["top"]:
-        return "board-top"
-    if match["distribution"]:
-        return "board-distribution"
-    return f"board-{match['sub']}" if match["sub"] else "board-player"
-
-
-_UNAVAILABLE = b'{"detail":"The board store (Redis) is unavailable.","code":"boards_unavailable"}'
-
-
-def _int_param(query: QueryDict, name: str, default: int, low: int, high: int) -> int:
-    raw = query.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
-        raise Fallback  # Django's 400
-    return int(raw)
+# The board reads this entrance answers: every declared read with a one-script form (apis.py).
+ROUTER = Router(apis.OPERATIONS, serves=lambda op: isinstance(op.fast, BoardRead) and op.fast.script is not None)
 
 
 class _Scripts:
@@ -130,42 +124,44 @@ class FastReads:
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = None
         if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope) and not on_cluster():
-            match = ROUTE.match(scope["path"])
-            if match is not None:
-                scope[ROUTE_NAME] = route_name(match)
-                try:
-                    body = await self.answer(match, scope)
-                except Fallback:
-                    pass
-                except redis.RedisError as error:  # down, restarting (LOADING), out of memory: the views' 503
-                    _unavailable_log(error)
-                    await self.respond(send, scope, 503, _UNAVAILABLE, retry_after=True)
-                    return
-                else:
-                    await self.respond(send, scope, 200, body)
-                    return
-        await self.fallback(scope, receive, send)
+            found = ROUTER.match("GET", scope["path"])
+        if found is None:
+            await self.fallback(scope, receive, send)
+            return
+        op, path_args = found
+        scope[ROUTE_NAME] = op.route
+        try:
+            body = await self.answer(op, path_args, scope)
+        except Fallback:
+            await self.fallback(scope, receive, send)
+            return
+        except ApiError as error:  # what Django would raise for it: the same answer
+            await respond_error(send, scope, error, allow=ROUTER.allow(op))
+        except redis.RedisError as error:  # down, restarting (LOADING), out of memory: the views' 503
+            _unavailable_log(error)
+            await respond_error(send, scope, BOARDS_DOWN(headers=RETRY_AFTER), allow=ROUTER.allow(op))
+        else:
+            await respond(send, scope, 200, body, allow=ROUTER.allow(op))
+        FAST_ANSWERS[op.id] += 1
 
-    async def respond(self, send: Send, scope: Scope, status: int, body: bytes, *, retry_after: bool = False) -> None:
-        extra = [(b"Retry-After", b"5")] if retry_after else []
-        await respond(send, scope, status, body, allow=b"GET, HEAD, OPTIONS", extra=extra)
-
-    def view_of(self, catalog: Catalog, match: re.Match[str], query: QueryDict, now: datetime) -> BoardView:
+    def view_of(self, catalog: Catalog, args: Args, now: datetime) -> BoardView:
+        """The board the read means, by this process's copy of the catalog (view_error's 400/404)."""
         assert catalog.game is not None
         try:
             view = selectors.board_resolve(
                 game=catalog.game,
                 seasons=catalog.seasons,
                 pointer_id=catalog.pointer_id,
-                board=match["board"],
-                region=query.get("region"),
-                season=query.get("season"),
-                period=query.get("period"),
+                board=args["board"],
+                region=args["region"],
+                season=args["season"],
+                period=args["period"],
                 now=now,
             )
         except (selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery) as exc:
-            raise Fallback from exc
+            raise view_error(exc, game=args["game"], board=args["board"]) from exc
         if view.frozen:
             raise Fallback  # final standings live in PostgreSQL
         return view
@@ -182,135 +178,107 @@ class FastReads:
         catalog_remember(catalog)
         return catalog
 
-    async def answer(self, match: re.Match[str], scope: Scope) -> bytes:
-        slug = match["game"]
-        query = QueryDict(scope.get("query_string", b""))
-        kind = "top" if match["top"] else "distribution" if match["distribution"] else match["sub"] or "player"
-        n = _int_param(query, "n", 100, 1, 1000) if kind == "top" else 0
-        r = _int_param(query, "r", 5, 0, 50) if kind == "around" else 0
+    async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+        """The read's body, in one Redis round trip: the read throttle's token, the catalog's
+        version and the read's script, in one pipeline. An answer resolved by a stale copy of the
+        catalog is thrown away and the read made again at the new version."""
+        read: BoardRead = op.fast
+        args = op.arguments(path_args, QueryDict(scope.get("query_string", b"")))
+        slug = args["game"]
         now = timezone.now()
-        client = self.client()
         catalog = catalog_local(slug=slug)  # whatever its version: checked in the same round trip
-        throttle = _throttle_call(scope, now)
+        client_address = scope["client"][0] if scope.get("client") else ""
+        throttle = reader_bucket_call(address=client_address, now=now)
         for _attempt in range(2):  # a second time when the catalog changed under this process's copy
-            view = self.view_of(catalog, match, query, now) if catalog is not None else None
-            pipe = client.pipeline(transaction=False)
+            view, problem = None, None
+            if catalog is not None:
+                try:
+                    view = self.view_of(catalog, args, now)
+                except ApiError as error:
+                    problem = error  # answered once the catalog is known to be current
+            pipe = self.client().pipeline(transaction=False)
             if throttle is not None:
                 await self.queue(pipe, *throttle)
             pipe.get(catalog_version_key(slug))
-            held = None
-            if view is not None:
-                held = await self.queue_read(pipe, kind, view, match["player"], n, r)
-            replies = await pipe.execute(raise_on_error=False)
-            if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
-                self._scripts.sha.clear()  # Redis restarted without its scripts: load them, read again
-                continue
-            for reply in replies:
-                if isinstance(reply, Exception):
-                    raise reply
+            held = await self.queue_read(pipe, read, view, args) if view is not None else None
+            replies = await self.execute(pipe)
+            if replies is None:
+                continue  # Redis restarted without its scripts: loaded again
             if throttle is not None:
-                granted = replies.pop(0)
+                retry_after = reader_verdict(replies.pop(0))
                 throttle = None
-                if int(granted[0]) == 0:
-                    raise Fallback  # over the address's bucket: Django answers the 429 (its bucket is empty too)
+                if retry_after is not None:
+                    raise throttled_error(retry_after)
                 scope[THROTTLE_SPENT] = True  # a fallback from here on spends no second token
-            version = replies[0]
-            if view is not None and catalog is not None and version == catalog.version:
-                return self.body(kind, view, match["player"], n, replies[1], held)
-            catalog = await self.catalog(slug, version)
+            if catalog is not None and replies[0] == catalog.version:
+                if problem is not None:
+                    raise problem
+                assert view is not None
+                return self.body(op, read, view, args, replies[1], held)
+            catalog = await self.catalog(slug, replies[0])
         raise Fallback
+
+    async def execute(self, pipe: Pipeline) -> list[Any] | None:
+        """The pipeline's replies; None when Redis had lost the scripts (they are loaded again)."""
+        replies = await pipe.execute(raise_on_error=False)
+        if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
+            self._scripts.sha.clear()
+            return None
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return list(replies)
 
     async def queue(self, pipe: Pipeline, path: str, script_keys: list[str], args: list[Any]) -> None:
         sha = await self._scripts.sha_of(self.client(), path)
         pipe.evalsha(sha, len(script_keys), *script_keys, *args)
 
-    async def queue_read(
-        self, pipe: Pipeline, kind: str, view: BoardView, player_id: str | None, n: int, r: int
-    ) -> Cached | None:
+    async def queue_read(self, pipe: Pipeline, read: BoardRead, view: BoardView, args: Args) -> Cached | None:
         """Queue the read's script; returns the cached answer whose version it sends, if any."""
+        script = read.script
+        assert script is not None
+        held = None
+        if script.cache is not None and script.cache_key is not None:
+            held = script.cache.peek(script.cache_key(view, args))
         if view.season.board_shards > 1:
             # A board split by player: its reads are scatter-gathers of several steps, which Django
-            # answers (boards/sharded.py). A top n this process holds is served here while every
-            # shard's version (and the names version) is still the one it was read at.
-            held = selectors.top_cache.peek((view.ref.key, n)) if kind == "top" else None
-            if held is None:
+            # answers (boards/sharded.py). A cached answer this process holds is served here while
+            # the versions it was read at are still current.
+            if held is None or script.split_versions is None:
                 raise Fallback
-            pipe.mget(
-                [part.version_key for part in view.ref.shards(view.season.board_shards)]
-                + [names_version_key(view.game.slug)]
-            )
+            pipe.mget(script.split_versions(view))
             return held
-        if kind == "top":
-            held = selectors.top_cache.peek((view.ref.key, n))
-            await self.queue(pipe, selectors.TOP_SCRIPT, *selectors.top_call(view, n, held.version if held else ""))
-            return held
-        if kind == "distribution":
-            held = selectors.distribution_cache.peek(view.ref.key)
-            call = selectors.distribution_call(view, held.version if held else "")
-            await self.queue(pipe, selectors.DISTRIBUTION_SCRIPT, *call)
-            return held
-        assert player_id is not None
-        if kind == "player":
-            await self.queue(pipe, selectors.PLAYER_SCRIPT, *selectors.player_call(view, player_id))
-        elif kind == "around":
-            await self.queue(pipe, selectors.AROUND_SCRIPT, *selectors.around_call(view, player_id, r))
-        else:
-            await self.queue(pipe, selectors.FRIENDS_SCRIPT, *selectors.friends_call(view, player_id))
-        return None
+        await self.queue(pipe, script.script, *script.call(view, args, held.version if held else ""))
+        return held
 
-    def top_body(self, view: BoardView, n: int, cached: Cached) -> bytes:
-        if cached.body is None:
-            cached.body = render(
-                {
-                    "board": view.board,
-                    "season": view.season.id,
-                    "period": view.period,
-                    "region": view.region,
-                    "tie_rule": view.game.tie_rule,
-                    "entries": cached.value,
-                }
-            )
-            selectors.top_cache.put((view.ref.key, n), cached)
-        return cached.body
-
-    def body(self, kind: str, view: BoardView, player_id: str | None, n: int, reply: Any, held: Cached | None) -> bytes:
-        if view.season.board_shards > 1:  # the versions of a held top n (queue_read)
+    def body(
+        self, op: Operation, read: BoardRead, view: BoardView, args: Args, reply: Any, held: Cached | None
+    ) -> bytes:
+        script = read.script
+        assert script is not None
+        if view.season.board_shards > 1:  # the versions of a held answer (queue_read)
             if held is None or ShardedBoard.version_of(reply) != held.version:
                 raise Fallback  # changed since: Django reads the shards again
-            return self.top_body(view, n, held)
-        if kind == "top":
-            version, entries = selectors.top_parse(view, reply)
-            cached = held if entries is None and held is not None else Cached(version=version, value=entries or [])
-            return self.top_body(view, n, cached)
-        if kind == "distribution":
-            version, value = selectors.distribution_parse(view, reply)
-            cached = held if value is None and held is not None else Cached(version=version, value=value)
-            if cached.body is None:
-                cached.body = render(cached.value)
-                selectors.distribution_cache.put(view.ref.key, cached)
-            return cached.body
-        assert player_id is not None
-        if kind == "player":
-            standing = selectors.player_parse(view, player_id, reply)
-            if standing is None:
-                raise Fallback  # Django's 404 not_ranked
-            return render(
-                {
-                    "player_id": standing.player_id,
-                    "display_name": standing.display_name,
-                    "score": standing.score,
-                    "rank": standing.rank,
-                    "total": standing.total,
-                    "percentile": standing.percentile,
-                    "percentile_error": standing.percentile_error,
-                }
-            )
-        if kind == "around":
-            entries = selectors.around_parse(view, reply)
-            if entries is None:
-                raise Fallback  # Django's 404 not_ranked
-            return render({"entries": entries})
-        return render({"entries": selectors.friends_parse(view, reply)})
+            return self.cached_body(op, read, view, args, held)
+        if script.cache is None:
+            value = script.parse(view, args, reply)
+            if value is None:
+                raise not_ranked(args["player_id"])
+            return render(op.render(read.present(view, args, value)))
+        version, value = script.parse(view, args, reply)
+        cached = held if value is None else Cached(version=version, value=value)
+        if cached is None:
+            raise Fallback
+        return self.cached_body(op, read, view, args, cached)
+
+    def cached_body(self, op: Operation, read: BoardRead, view: BoardView, args: Args, cached: Cached) -> bytes:
+        """A cached answer's bytes, rendered once per version."""
+        script = read.script
+        assert script is not None and script.cache is not None and script.cache_key is not None
+        if cached.body is None:
+            cached.body = render(op.render(read.present(view, args, cached.value)))
+            script.cache.put(script.cache_key(view, args), cached)
+        return cached.body
 
 
 _last_unavailable_log = 0.0
@@ -342,19 +310,3 @@ def _unavailable_log(error: redis.RedisError) -> None:
             )
         else:
             logger.warning("redis unavailable (fast path): %s: %s", type(error).__name__, error)
-
-
-def _throttle_call(scope: Scope, now: datetime) -> tuple[str, list[str], list[Any]] | None:
-    """The read bucket's script call for the client's address (None when the throttle is off)."""
-    rate = int(settings.READ_RATE_PER_S)
-    client = scope.get("client")
-    address = client[0] if client else ""
-    if rate == 0 or not address:
-        return None
-    return bucket_call(
-        keys=[reader_bucket_key(address)],
-        wants=[1],
-        capacity=max(int(settings.READ_RATE_BURST), 1),
-        ms_per_token=1000 / rate,
-        now=now,
-    )

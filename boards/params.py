@@ -1,48 +1,63 @@
-"""A read's query, parsed at the HTTP edge: the board it means and the API's errors for a bad one
-(400 `invalid`, 404 `not_found` / `unknown_board` / `unknown_season` / `not_ranked`, 429)."""
+"""A board read's parameters and errors, declared once: the path's `{board}`, the query's `region`,
+`season` and `period`, `n` and `r` with their bounds, and the API errors of a board that cannot be
+read (404 `unknown_board` / `unknown_season` / `not_ranked`, 400 `invalid`, 429). Both entrances
+(Django's views and fastpath.py) resolve a board and name its errors through here."""
+
+from datetime import datetime
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from common.api_errors import ApiError
-from common.openapi import GAME_PARAM
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, ApiError, Problem
+from common.operations import INVALID, Args, Query, integer, path_param
+from seasons.periods import DAY, MONTH, WEEK
 
 from . import selectors
 from .kinds import BOARD_NAMES
-from .throttle import THROTTLE_SPENT, reader_throttle
+from .throttle import THROTTLE_SPENT, reader_throttle, throttled_error
 
-BOARD_PARAMS = [
-    GAME_PARAM,
-    OpenApiParameter(
-        "region",
-        {"type": "string", "pattern": r"^(global|[a-z0-9-]{2,40})$"},
-        description="`global` (default), a region (`eu`) or a dimension's board (`country-de`).",
-    ),
-    OpenApiParameter(
-        "season", {"type": "integer", "minimum": 1}, description="Season id (default: the current season)."
-    ),
-    OpenApiParameter(
-        "period",
-        str,
-        description="`daily`: `2026-10-13`; `weekly`: `2026-W42` (ISO week); `monthly`: `2026-10`. Default: current.",
-    ),
-]
-N_PARAM = OpenApiParameter(
-    "n", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, description="1 to 1,000 (default 100)."
+UNKNOWN_BOARD = Problem(404, "unknown_board", "no such board kind")
+UNKNOWN_SEASON = Problem(404, "unknown_season", "no such season in this game")
+NOT_RANKED = Problem(404, "not_ranked", "the player has no visible score on this board and period")
+
+BOARD_PARAM = path_param(
+    "board",
+    {"type": "string", "enum": list(BOARD_NAMES)},
+    "`all` (season points), `daily`, `weekly`, `monthly` (points in the period), `best` (best single match).",
 )
-R_PARAM = OpenApiParameter(
-    "r", {"type": "integer", "minimum": 0, "maximum": 50, "default": 5}, description="0 to 50 (default 5)."
+REGION = Query(
+    "region",
+    "`global` (default), a region (`eu`) or a dimension's board (`country-de`).",
+    {"type": "string", "pattern": selectors.REGION_PATTERN},
 )
+SEASON = Query("season", "Season id (default: the current season).", {"type": "integer", "minimum": 1})
+PERIOD = Query(
+    "period",
+    "The period of a periodic board: `daily` a day (`2026-10-13`), `weekly` an ISO week (`2026-W42`), "
+    "`monthly` a month (`2026-10`); default: the current one. A period on `all` or `best`, or in another "
+    "board's format, is a 400 `invalid`.",
+    {"anyOf": [DAY.schema(), WEEK.schema(), MONTH.schema()]},
+)
+BOARD_QUERY = (REGION, SEASON, PERIOD)
+N = integer("n", low=1, high=1000, default=100, description="How many entries: 1 to 1,000 (default 100).")
+R = integer("r", low=0, high=50, default=5, description="Entries on each side of the player: 0 to 50 (default 5).")
+BOARD_ERRORS = (INVALID, NOT_FOUND, UNKNOWN_BOARD, UNKNOWN_SEASON, THROTTLED, BOARDS_DOWN)
 
 
-def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if not raw.isdigit() or not low <= int(raw) <= high:
-        raise ApiError(400, "invalid", f"{name} must be an integer from {low} to {high}.")
-    return int(raw)
+def view_error(error: LookupError | ValueError, *, game: str, board: str) -> ApiError:
+    """The API's answer to a board that cannot be resolved (selectors.board_resolve's errors)."""
+    if isinstance(error, selectors.UnknownGame):
+        return NOT_FOUND(f"No game {game!r}.")
+    if isinstance(error, selectors.UnknownBoard):
+        return UNKNOWN_BOARD(f"No board {board!r}; boards: {', '.join(BOARD_NAMES)}.")
+    if isinstance(error, selectors.UnknownSeason):
+        return UNKNOWN_SEASON(f"No season {error} for this game.")
+    assert isinstance(error, selectors.BadQuery)
+    return INVALID(f"{error.field}: {error.message}")
+
+
+def not_ranked(player_id: str) -> ApiError:
+    return NOT_RANKED(f"{player_id!r} has no score on this board and period.")
 
 
 def throttle_reads(request: Request) -> None:
@@ -51,35 +66,24 @@ def throttle_reads(request: Request) -> None:
         return  # the fast path spent this read's token already (fastpath.py)
     retry_after = reader_throttle(address=request.META.get("REMOTE_ADDR", ""), now=timezone.now())
     if retry_after is not None:
-        raise ApiError(
-            429,
-            "throttled",
-            f"Too many reads from this address; retry in {retry_after} s.",
-            headers={"Retry-After": str(retry_after)},
-        )
+        raise throttled_error(retry_after)
 
 
-def resolve(request: Request, game: str, board: str) -> selectors.BoardView:
-    """The board a reader means (game, board, season, region, period), or the API's 400/404."""
+def resolve(
+    request: Request, args: Args, *, board: str | None = None, now: datetime | None = None
+) -> selectors.BoardView:
+    """The board a reader means (game, board, season, region, period), or the API's 400/404.
+    `board`: when the board is named elsewhere than the path (a signed read's query)."""
     throttle_reads(request)
+    name = board if board is not None else args["board"]
     try:
         return selectors.board_view(
-            slug=game,
-            board=board,
-            region=request.query_params.get("region"),
-            season=request.query_params.get("season"),
-            period=request.query_params.get("period"),
-            now=timezone.now(),
+            slug=args["game"],
+            board=name,
+            region=args.get("region"),
+            season=args.get("season"),
+            period=args.get("period"),
+            now=now or timezone.now(),
         )
-    except selectors.UnknownGame as exc:
-        raise ApiError(404, "not_found", f"No game {game!r}.") from exc
-    except selectors.UnknownBoard as exc:
-        raise ApiError(404, "unknown_board", f"No board {board!r}; boards: {', '.join(BOARD_NAMES)}.") from exc
-    except selectors.UnknownSeason as exc:
-        raise ApiError(404, "unknown_season", f"No season {exc} for this game.") from exc
-    except selectors.BadQuery as exc:
-        raise ApiError(400, "invalid", f"{exc.field}: {exc.message}") from exc
-
-
-def not_ranked(player_id: str) -> ApiError:
-    return ApiError(404, "not_ranked", f"{player_id!r} has no score on this board and period.")
+    except (selectors.UnknownGame, selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery) as exc:
+        raise view_error(exc, game=args["game"], board=name) from exc

@@ -41,7 +41,9 @@ from .models import Friendship, FrozenStanding, Player, SeasonRegion
 from .ranking import Above, counted_above, rank_ahead, ranks_for, ranks_from
 from .sharded import ShardedBoard, sharded
 
-REGION_RE = re.compile(r"^[a-z0-9-]{2,40}$")  # a region, or an extra dimension's board: country-de
+# `global`, a region, or an extra dimension's board (`country-de`): the query's `region`
+REGION_PATTERN = r"^(global|[a-z0-9-]{2,40})$"
+REGION_RE = re.compile(REGION_PATTERN)
 MAX_FRIENDS = 500
 EXACT_RANKS = 10_000  # the percentile is exact down to this rank, then read from the histogram
 DISTRIBUTION_BUCKETS = 100
@@ -129,7 +131,7 @@ def board_resolve(
     if kind is None:
         raise UnknownBoard(board)
     region = region or GLOBAL
-    if region != GLOBAL and not REGION_RE.match(region):
+    if not REGION_RE.match(region):
         raise BadQuery("region", "A region is 'global' or 2-40 characters from [a-z0-9-].")
     if season:
         if not season.isdigit():

@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from seasons.models import Game, Season
-from seasons.periods import utc_date
+from seasons.periods import BadPeriod, utc_date
 from seasons.selectors import season_containing, seasons_of
 
+from .kinds import KINDS
 from .models import Player
 from .writer import ApplyReport, EventRow, events_apply, names_store
 
@@ -57,3 +58,20 @@ def record_many(game: Game, rows: list[tuple[str, int]], *, played_at: datetime,
     follows the list's order)."""
     for i, (player_id, points) in enumerate(rows):
         record(game, player_id, points, played_at=played_at, accepted_at=first_accept + timedelta(seconds=i))
+
+
+def period_misfits(board: str, period: str | None) -> bool:
+    """Whether a well-formed `period` does not fit the board kind (a day on `weekly`, any period on
+    `all`): the API's 400 `invalid`. The OpenAPI document gives the period one schema for every
+    board (a JSON Schema cannot tie one parameter's format to another's value), so a request
+    generated from it alone may pair them wrongly; the schema tests allow exactly that 400."""
+    if period is None:
+        return False
+    kind = KINDS.get(board)
+    if kind is None:
+        return False
+    try:
+        kind.period_checked(period)
+    except BadPeriod:
+        return True
+    return False

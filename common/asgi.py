@@ -7,7 +7,14 @@ from typing import Any
 
 import orjson
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
+
+from .api_errors import ApiError, error_answer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -42,36 +49,53 @@ async def respond(
     allow: bytes,
     extra: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
-    """A JSON answer with the headers a DRF view's answer gets (Allow, then Django's middleware)."""
-    headers = [(b"Content-Type", b"application/json"), *extra, (b"Allow", allow), *FRAME_HEADER]
-    headers += [(b"Content-Length", str(len(body)).encode()), *security_headers(secure=scope.get("scheme") == "https")]
+    """A JSON answer with the headers a DRF view's answer gets: its own (`extra`, then Allow), then
+    those Django's middleware adds, in Django's order (`django_headers`)."""
+    before, after = django_headers(secure=scope.get("scheme") == "https")
+    headers = [(b"Content-Type", b"application/json"), *extra, (b"Allow", allow), *before]
+    headers += [(b"Content-Length", str(len(body)).encode()), *after]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-# The headers Django's middleware adds to these answers (XFrameOptionsMiddleware, then
-# SecurityMiddleware), from the same settings; the fast paths' tests compare them with Django's.
-FRAME_HEADER = [(b"X-Frame-Options", str(getattr(settings, "X_FRAME_OPTIONS", "DENY")).upper().encode())]
+async def respond_error(send: Send, scope: Scope, error: ApiError, *, allow: bytes) -> None:
+    """An ApiError answered as Django's exception handler answers it (common/api_errors.py)."""
+    status, body, headers = error_answer(error)
+    extra = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+    await respond(send, scope, status, render(body), allow=allow, extra=extra)
 
 
-def security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:
-    headers = []
-    if secure and settings.SECURE_HSTS_SECONDS:
-        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-            value += "; includeSubDomains"
-        if settings.SECURE_HSTS_PRELOAD:
-            value += "; preload"
-        headers.append((b"Strict-Transport-Security", value.encode()))
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append((b"X-Content-Type-Options", b"nosniff"))
-    if settings.SECURE_REFERRER_POLICY:
-        policy = settings.SECURE_REFERRER_POLICY
-        value = policy if isinstance(policy, str) else ",".join(policy)
-        headers.append((b"Referrer-Policy", value.encode()))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append((b"Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode()))
-    return headers
+_django_headers: dict[bool, tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]] = {}
+
+
+def django_headers(*, secure: bool) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """The headers Django's middleware adds to an API answer, before and after Content-Length:
+    XFrameOptionsMiddleware's, then (CommonMiddleware's Content-Length, then) SecurityMiddleware's,
+    as Django's own middleware computes them from the settings: run once per scheme on an empty
+    answer, and again after a test changes the settings."""
+    found = _django_headers.get(secure)
+    if found is None:
+        request = HttpRequest()
+        request.META = {"SERVER_NAME": "fast", "SERVER_PORT": "443" if secure else "80"}
+        request.is_secure = lambda: secure  # type: ignore[method-assign]
+        found = (
+            _middleware_headers(XFrameOptionsMiddleware, request),
+            _middleware_headers(SecurityMiddleware, request),
+        )
+        _django_headers[secure] = found
+    return found
+
+
+def _middleware_headers(middleware: type[Any], request: HttpRequest) -> list[tuple[bytes, bytes]]:
+    response = HttpResponse()
+    del response["Content-Type"]
+    middleware(lambda _: response).process_response(request, response)
+    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+
+
+@receiver(setting_changed)
+def _settings_changed(**kwargs: Any) -> None:
+    _django_headers.clear()
 
 
 def plain_request(scope: Scope) -> bool:

@@ -33,7 +33,12 @@ def buckets_spend(
     """Take `wants[i]` tokens from bucket `keys[i]`; per bucket (granted, ms until the next token).
 
     Raises redis.RedisError when Redis is down: each caller decides whether to fail open."""
-    path, script_keys, args = bucket_call(keys=keys, wants=wants, capacity=capacity, ms_per_token=ms_per_token, now=now)
+    return bucket_call_run(bucket_call(keys=keys, wants=wants, capacity=capacity, ms_per_token=ms_per_token, now=now))
+
+
+def bucket_call_run(call: tuple[str, list[str], list[Any]]) -> list[tuple[int, int]]:
+    """Run a `bucket_call`: per bucket (granted, ms until the next token)."""
+    path, script_keys, args = call
     reply = lb_redis.lua_script(path)(keys=script_keys, args=args, client=lb_redis.client())
     return [(int(reply[i]), int(reply[i + 1])) for i in range(0, len(reply), 2)]
 

@@ -21,7 +21,6 @@ Django would only wait for a connection a second time (the pool's timeout) to sa
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 import weakref
@@ -37,7 +36,7 @@ from django.db import connection
 from django.utils import timezone
 
 from anticheat.services import Rules, request_verify, rules_for, server_key_spend, server_keys_by_id
-from common.api_errors import LEDGER_UNAVAILABLE, ApiError, error_body, ledger_unreachable
+from common.api_errors import LEDGER_DOWN, RETRY_AFTER_S, ApiError, ledger_unreachable
 from common.asgi import (
     ROUTE_NAME,
     ASGIApp,
@@ -50,27 +49,28 @@ from common.asgi import (
     replaying,
     respond,
 )
+from common.operations import FAST_ANSWERS, Router
 from common.outage import OutageLog
 from common.request_ids import request_id, request_ids_bound
 from common.signing import HEADER_KEY, HEADER_SIGNATURE, HEADER_TIMESTAMP
 
+from .apis import OPERATIONS, REPLAY_HEADER
 from .reporting import write_report
 from .services import MatchOutcome, matches_submit
 from .validation import Errors, MatchIn, single_match_parse
 
 logger = logging.getLogger(__name__)
 
-ROUTE = re.compile(r"^/api/v1/games/(?P<game>[^/]+)/matches/(?P<match>[^/]+)/results$")
-ROUTE_NAME_SINGLE = "match-results"  # its URL pattern's name (scoring/urls.py)
+ROUTER = Router(OPERATIONS, serves=lambda op: op.id == "match_results_submit")  # its declaration: apis.py
 _SIGNED = {name.lower().encode(): name for name in (HEADER_KEY, HEADER_TIMESTAMP, HEADER_SIGNATURE)}
-REPLAY_HEADER = (b"Idempotent-Replayed", b"true")  # scoring/apis.py's REPLAY_HEADER
+REPLAYED = (REPLAY_HEADER.encode(), b"true")
 ParsedMatch = tuple[uuid.UUID, MatchIn | None, Errors]
-RETRY_AFTER = (b"Retry-After", b"5")  # common/api_errors.py's, on a 503
+RETRY_AFTER = (b"Retry-After", str(RETRY_AFTER_S).encode())
 
 
 def unavailable() -> MatchOutcome:
     """Django's answer when the ledger cannot be reached: nothing was stored."""
-    return MatchOutcome(http_status=503, body=error_body(detail=LEDGER_UNAVAILABLE, code="ledger_unavailable"))
+    return MatchOutcome(http_status=LEDGER_DOWN.status, body=LEDGER_DOWN.body())
 
 
 @dataclass(frozen=True)
@@ -275,13 +275,14 @@ class FastSingles:
         self._gatherers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gatherer] = weakref.WeakKeyDictionary()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = None
+        found = None
         if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("query_string"):
-            match = ROUTE.match(scope["path"])
-        if match is None or not plain_request(scope):
+            found = ROUTER.match("POST", scope["path"])
+        if found is None or not plain_request(scope):
             await self.fallback(scope, receive, send)
             return
-        scope[ROUTE_NAME] = ROUTE_NAME_SINGLE
+        op, path_args = found
+        scope[ROUTE_NAME] = op.route
         body, messages = await body_read(receive)
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", ()):
@@ -291,7 +292,12 @@ class FastSingles:
                 headers[wanted] = f"{headers[wanted]},{text}" if wanted in headers else text
         raw_path = scope.get("raw_path") or scope["path"].encode()
         request = Single(
-            match["game"], match["match"], raw_path.decode("utf-8", "replace"), headers, body, request_id() or ""
+            path_args["game"],
+            path_args["match_id"],
+            raw_path.decode("utf-8", "replace"),
+            headers,
+            body,
+            request_id() or "",
         )
         gatherer = self._gatherers.get(asyncio.get_running_loop())
         if gatherer is None:
@@ -301,6 +307,7 @@ class FastSingles:
             await self.fallback(scope, replaying(messages, receive), send)
             return
         if outcome.http_status != 503:  # a 503 stored nothing and judged nothing
-            write_report(game=match["game"], answers=[(outcome.http_status, outcome.body)])
-        extra = [REPLAY_HEADER] if outcome.replayed else [RETRY_AFTER] if outcome.http_status == 503 else []
-        await respond(send, scope, outcome.http_status, render(outcome.body), allow=b"POST, OPTIONS", extra=extra)
+            write_report(game=path_args["game"], answers=[(outcome.http_status, outcome.body)])
+        extra = [REPLAYED] if outcome.replayed else [RETRY_AFTER] if outcome.http_status == 503 else []
+        await respond(send, scope, outcome.http_status, render(outcome.body), allow=ROUTER.allow(op), extra=extra)
+        FAST_ANSWERS[op.id] += 1

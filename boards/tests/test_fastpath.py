@@ -9,12 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from boards import selectors
-from boards.fastpath import FastReads
+from boards.fastpath import ROUTER, FastReads
 from boards.keys import BoardRef
 from boards.services import friendship_add
 from boards.standings import standings_store
 from boards.tally import BoardScores, board_entries
 from boards.testing import record
+from common.operations import FAST_ANSWERS
 from common.redis import client as redis_client
 from common.testing import asgi_request, asgi_requests_together
 from seasons.catalog import catalog_publish
@@ -29,15 +30,27 @@ FAST = FastReads(DJANGO)
 NAMES = ["Amy", "Zoë Ørsted", "名前", "line\u2028break", 'quote "q" \\ slash', "emoji 🎮"]
 
 
-def same(path: str, query: str = "") -> int:
-    """GET through both apps; they must agree on everything. Returns the status."""
-    fast = asgi_request(FAST, path, query)
+async def _no_django(scope, receive, send):
+    raise AssertionError(f"Django was asked for {scope['path']}?{scope.get('query_string', b'').decode()}")
+
+
+FAST_ONLY = FastReads(_no_django)  # the fast entrance with nothing behind it
+
+
+def same(path: str, query: str = "", *, fast: bool = True) -> int:
+    """GET through the fast entrance and through Django alone; they must agree on everything.
+    `fast`: the fast entrance answers by itself (with nothing behind it, and counted as its own
+    answer); else it hands the request to Django. Returns the status."""
+    before = FAST_ANSWERS.total()
+    answered = asgi_request(FAST_ONLY if fast else FAST, path, query)
+    assert FAST_ANSWERS.total() == before + (1 if fast else 0), (path, query, "answered by the wrong entrance")
     slow = asgi_request(DJANGO, path, query)
-    assert (fast.status_code, fast.raw_headers, fast.content) == (slow.status_code, slow.raw_headers, slow.content), (
-        path,
-        query,
-    )
-    return fast.status_code
+    assert (answered.status_code, answered.raw_headers, answered.content) == (
+        slow.status_code,
+        slow.raw_headers,
+        slow.content,
+    ), (path, query)
+    return answered.status_code
 
 
 def seed(game, count: int = 40) -> None:
@@ -71,6 +84,21 @@ def test_every_hot_read_is_byte_identical(rule, monkeypatch):
     assert same(f"{base}/best/distribution", "region=eu") == 200
 
 
+def test_every_declared_fast_read_is_answered_by_the_fast_entrance_with_djangos_bytes():
+    """Each operation the fast entrance serves (from the declarations: a new read is covered by
+    being declared), on a board of one set: answered by the fast entrance alone, counted under its
+    own operation, with the bytes Django answers."""
+    game = make_game()
+    seed(game)
+    ops = ROUTER.operations
+    assert {op.id for op in ops} >= {"board_top", "board_player", "board_around", "board_friends", "board_distribution"}
+    for op in ops:
+        path = "/api/v1/" + op.path.format(game="arena", board="all", player_id="p03")
+        before = FAST_ANSWERS[op.id]
+        assert same(path) == 200, op.id
+        assert FAST_ANSWERS[op.id] == before + 1, op.id
+
+
 def test_what_the_fast_path_hands_to_django_is_answered_the_same():
     game = make_game()
     seed(game, 8)
@@ -78,7 +106,7 @@ def test_what_the_fast_path_hands_to_django_is_answered_the_same():
     assert same(f"{base}/all/players/nobody") == 404  # not ranked
     assert same(f"{base}/all/players/nobody/around") == 404
     assert same(f"{base}/all/players/nobody/friends") == 200  # nobody and no friends: an empty list
-    assert same("/api/v1/games/nope/boards/all/top") == 404
+    assert same("/api/v1/games/nope/boards/all/top", fast=False) == 404  # no catalog: Django looks for the game
     assert same(f"{base}/nope/top") == 404
     for query in ["n=0", "n=1001", "n=x", "region=EU", "season=x", "season=999", "period=2026-01-01"]:
         assert same(f"{base}/all/top", query) in (400, 404)
@@ -93,8 +121,8 @@ def test_what_the_fast_path_hands_to_django_is_answered_the_same():
         standings_store(season=old, entries=board_entries([board_scores]))
         season_mark_frozen(season=old, now=timezone.now())
     catalog_publish(slug="arena")
-    assert same(f"{base}/all/top", f"season={old.id}") == 200  # final standings: Django reads PostgreSQL
-    assert same(f"{base}/all/players/p01", f"season={old.id}") == 200
+    assert same(f"{base}/all/top", f"season={old.id}", fast=False) == 200  # final standings: Django reads PostgreSQL
+    assert same(f"{base}/all/players/p01", f"season={old.id}", fast=False) == 200
 
 
 def test_ascending_games_and_redis_down_are_the_same(settings):
@@ -120,7 +148,7 @@ def _json_without_season(response) -> object:
 @pytest.mark.parametrize("rule", ["competition", "dense"])
 def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule, monkeypatch):
     """A game whose boards are split four ways: the fast path hands its reads to Django (but for a
-    top n it holds at every shard's version), and the answers equal those of a game with one set
+    top n or a distribution it holds at every shard's version), and the answers equal those of a game with one set
     per board holding the same results; after a new result, the held top n is not served."""
     start = timezone.now().replace(microsecond=0) - timedelta(days=1)
     games = [
@@ -140,8 +168,9 @@ def test_a_board_split_by_player_answers_over_http_as_one_set_does(rule, monkeyp
     for player in ["p00", "p03", "p20", "p39", "nobody"]:
         paths += [(f"players/{player}", ""), (f"players/{player}/around", "r=3"), (f"players/{player}/friends", "")]
     for path, query in paths:
-        assert same(f"/api/v1/games/four/boards/all/{path}", query) in (200, 404)
-        assert same(f"/api/v1/games/four/boards/all/{path}", query) in (200, 404)  # a held top n: served here
+        held = path in ("top", "distribution")  # cached answers: the second is served from the copy Django read
+        assert same(f"/api/v1/games/four/boards/all/{path}", query, fast=False) in (200, 404)
+        assert same(f"/api/v1/games/four/boards/all/{path}", query, fast=held) in (200, 404)
         one = asgi_request(FAST, f"/api/v1/games/one/boards/all/{path}", query)
         four = asgi_request(FAST, f"/api/v1/games/four/boards/all/{path}", query)
         assert (four.status_code, _json_without_season(four)) == (one.status_code, _json_without_season(one)), path

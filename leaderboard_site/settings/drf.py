@@ -22,10 +22,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    # Board reads are listed per board kind, each with the period it takes (boards/schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "boards.schema.board_paths_per_kind",
         "common.openapi.closed_request_bodies",
         "common.openapi.request_id_headers",
     ],

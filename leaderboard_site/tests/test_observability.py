@@ -85,17 +85,19 @@ def test_every_answer_carries_a_request_id_the_clients_when_sane():
 
 
 def test_the_fast_paths_name_their_routes_as_django_does():
-    for path in (
-        "/api/v1/games/arena/boards/all/top",
-        "/api/v1/games/arena/boards/all/distribution",
-        "/api/v1/games/arena/boards/all/players/amy",
-        "/api/v1/games/arena/boards/all/players/amy/around",
-        "/api/v1/games/arena/boards/all/players/amy/friends",
-    ):
-        match = board_fastpath.ROUTE.match(path)
-        assert match is not None
-        assert board_fastpath.route_name(match) == resolve(path).view_name
-    assert single_fastpath.ROUTE_NAME_SINGLE == resolve(f"/api/v1/games/arena/matches/{uuid.uuid4()}/results").view_name
+    paths = [
+        ("GET", "/api/v1/games/arena/boards/all/top"),
+        ("GET", "/api/v1/games/arena/boards/all/distribution"),
+        ("GET", "/api/v1/games/arena/boards/all/players/amy"),
+        ("GET", "/api/v1/games/arena/boards/all/players/amy/around"),
+        ("GET", "/api/v1/games/arena/boards/all/players/amy/friends"),
+        ("POST", f"/api/v1/games/arena/matches/{uuid.uuid4()}/results"),
+    ]
+    for method, path in paths:
+        router = board_fastpath.ROUTER if method == "GET" else single_fastpath.ROUTER
+        found = router.match(method, path)
+        assert found is not None, path
+        assert found[0].route == resolve(path).view_name
 
 
 @pytest.mark.django_db

@@ -12,6 +12,7 @@ from django.core.asgi import get_asgi_application
 from django.db import connection
 from django.test import override_settings
 
+from common.operations import FAST_ANSWERS
 from common.signing import signed_headers
 from common.testing import asgi_request, asgi_requests_together
 from scoring import fastpath
@@ -23,6 +24,14 @@ pytestmark = pytest.mark.django_db
 
 DJANGO = get_asgi_application()
 FAST = FastSingles(DJANGO)
+
+
+async def _no_django(scope, receive, send):
+    raise AssertionError(f"Django was asked for {scope['method']} {scope['path']}")
+
+
+FAST_ONLY = FastSingles(_no_django)  # the fast entrance with nothing behind it
+SUBMIT = "match_results_submit"
 
 
 def post(app, key, match_id, body, *, secret=None, tamper=None, query=""):
@@ -41,15 +50,19 @@ def post(app, key, match_id, body, *, secret=None, tamper=None, query=""):
     )
 
 
-def same(key, body, **options) -> int:
-    """The same request (each its own match id) through both apps: identical answers but for the id."""
+def same(key, body, *, fast: bool = True, **options) -> int:
+    """The same request (each its own match id) through both apps: identical answers but for the id.
+    `fast`: a group of the fast entrance answers it (with nothing behind it, counted as its answer);
+    else the fast entrance hands it to Django."""
     fast_id, slow_id = uuid.uuid4(), uuid.uuid4()
-    fast = post(FAST, key, fast_id, body, **options)
+    before = FAST_ANSWERS[SUBMIT]
+    answered = post(FAST_ONLY if fast else FAST, key, fast_id, body, **options)
+    assert FAST_ANSWERS[SUBMIT] == before + (1 if fast else 0), "answered by the wrong entrance"
     slow = post(DJANGO, key, slow_id, body, **options)
-    assert fast.status_code == slow.status_code
-    assert fast.raw_headers == slow.raw_headers
-    assert fast.content.replace(str(fast_id).encode(), b"ID") == slow.content.replace(str(slow_id).encode(), b"ID")
-    return fast.status_code
+    assert answered.status_code == slow.status_code
+    assert answered.raw_headers == slow.raw_headers
+    assert answered.content.replace(str(fast_id).encode(), b"ID") == slow.content.replace(str(slow_id).encode(), b"ID")
+    return answered.status_code
 
 
 def test_accepted_replayed_and_conflicting_answers_are_byte_identical():
@@ -60,7 +73,8 @@ def test_accepted_replayed_and_conflicting_answers_are_byte_identical():
     )
     fast_id, slow_id = uuid.uuid4(), uuid.uuid4()
     answers = {}
-    for name, app, match_id in [("fast", FAST, fast_id), ("slow", DJANGO, slow_id)]:
+    before = FAST_ANSWERS[SUBMIT]
+    for name, app, match_id in [("fast", FAST_ONLY, fast_id), ("slow", DJANGO, slow_id)]:
         first = post(app, key, match_id, body)
         again = post(app, key, match_id, body)
         other = post(app, key, match_id, {**body, "duration_s": 541})
@@ -69,6 +83,7 @@ def test_accepted_replayed_and_conflicting_answers_are_byte_identical():
             for r in (first, again, other)
         ]
     assert answers["fast"] == answers["slow"]
+    assert FAST_ANSWERS[SUBMIT] == before + 3  # each answered by a group of the fast entrance
     assert [status for status, _, _ in answers["fast"]] == [202, 200, 409]
     assert ("Idempotent-Replayed", "true") in answers["fast"][1][1]
     assert ScoreEvent.objects.count() == 4
@@ -90,12 +105,12 @@ def test_what_the_fast_path_does_not_answer_reaches_django_with_its_body():
     game = make_game()
     key = make_key(game)
     body = match_body([{"player_id": "amy", "points": 1}])
-    assert same(key, body, secret="wrong") == 401
-    assert same(key, body, tamper=json.dumps({**body, "duration_s": 1}).encode()) == 401
-    assert same(key, b"{not json") == 400
-    assert same(key, body, query="x=1") == 202  # a query string: Django's (signed with it)
+    assert same(key, body, secret="wrong", fast=False) == 401
+    assert same(key, body, tamper=json.dumps({**body, "duration_s": 1}).encode(), fast=False) == 401
+    assert same(key, b"{not json", fast=False) == 400
+    assert same(key, body, query="x=1", fast=False) == 202  # a query string: Django's (signed with it)
     other = make_key(make_game("other"))
-    assert same(other, body) == 403
+    assert same(other, body, fast=False) == 403
     bad_id = asgi_request(FAST, result_path("arena", "not-a-uuid"), method="POST", body=b"{}")
     assert bad_id.status_code == 401  # unsigned: Django's answer
     assert MatchSubmission.objects.count() == 2  # the two with a query string
@@ -112,7 +127,8 @@ def test_a_group_stores_each_match_once_and_answers_each_request(monkeypatch):
         return answer(requests)
 
     monkeypatch.setattr(fastpath, "singles_answer", counting)
-    app = FastSingles(DJANGO)
+    app = FastSingles(_no_django)  # nothing behind it: every answer is the group's
+    before = FAST_ANSWERS[SUBMIT]
     twice = uuid.uuid4()
     requests = []
     for i in range(30):
@@ -124,6 +140,7 @@ def test_a_group_stores_each_match_once_and_answers_each_request(monkeypatch):
     with override_settings(SINGLES_LINGER_MS=50):
         answers = asgi_requests_together(app, requests)
     assert groups == [30]  # one group, one transaction
+    assert FAST_ANSWERS[SUBMIT] == before + 30
     statuses = [a.status_code for a in answers]
     assert statuses.count(202) == 29 and statuses[17] == 200  # the second copy: a replay of the first
     assert answers[17].json() == answers[3].json()
