@@ -6,6 +6,7 @@ and after the one shown, the regions) as links. It reads without JavaScript; the
 takes over from the same data and keeps it live.
 """
 
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -26,11 +27,10 @@ def _href(**query: str | None) -> str:
     return "?" + urlencode({k: v for k, v in query.items() if v})
 
 
-def game_board(request: HttpRequest, game: str) -> HttpResponse:
-    now = timezone.now()
-    wanted = {k: request.GET.get(k) or None for k in ("board", "region", "period", "player")}
+def _page_view(game: str, wanted: dict[str, str | None], now: datetime) -> selectors.BoardView:
+    """The board the address names; a bad board, region or period: the season board instead."""
     try:
-        view = selectors.board_view(
+        return selectors.board_view(
             slug=game,
             board=wanted["board"] or "all",
             region=wanted["region"],
@@ -41,16 +41,37 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
     except selectors.UnknownGame as exc:
         raise Http404("no such game") from exc
     except (selectors.UnknownBoard, selectors.BadQuery, selectors.UnknownSeason):
-        try:  # a bad board, region or period in the address: the season board instead
-            view = selectors.board_view(slug=game, board="all", region=None, season=None, period=None, now=now)
+        try:
+            return selectors.board_view(slug=game, board="all", region=None, season=None, period=None, now=now)
         except selectors.UnknownSeason as exc:
             raise Http404("this game has no season yet") from exc
-    region, player = view.region, wanted["player"]
-    kind = KINDS[view.board]
+
+
+def _navigation(view: selectors.BoardView, player: str | None) -> tuple[list[dict[str, str]], dict[str, str] | None]:
+    """The tabs of the board kinds, and the links to the periods before and after the one shown."""
+    region = view.region
     tabs = [
         {"name": k.name, "label": k.label, "href": _href(board=k.name, region=region, player=player)}
         for k in KINDS.values()
     ]
+    kind = KINDS[view.board]
+    if kind.period is None or view.period is None:
+        return tabs, None
+    step = kind.period.shift
+    periods = {
+        "current": view.period,
+        "previous": _href(board=kind.name, region=region, period=step(view.period, -1), player=player),
+        "next": _href(board=kind.name, region=region, period=step(view.period, 1), player=player),
+    }
+    return tabs, periods
+
+
+def game_board(request: HttpRequest, game: str) -> HttpResponse:
+    now = timezone.now()
+    wanted = {k: request.GET.get(k) or None for k in ("board", "region", "period", "player")}
+    view = _page_view(game, wanted, now)
+    player = wanted["player"]
+    tabs, periods = _navigation(view, player)
     entries = selectors.board_top(view=view, n=100)
     me = around = friends = None
     if player:
@@ -58,20 +79,12 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
         if me is not None:
             around = selectors.board_around(view=view, player_id=player, r=5)
             friends = selectors.board_friends(view=view, player_id=player)
-    periods = None
-    if kind.period is not None and view.period is not None:
-        step = kind.period.shift
-        periods = {
-            "current": view.period,
-            "previous": _href(board=kind.name, region=region, period=step(view.period, -1), player=player),
-            "next": _href(board=kind.name, region=region, period=step(view.period, 1), player=player),
-        }
     page = {
         "game": view.game.slug,
         "board": view.board,
-        "region": region,
+        "region": view.region,
         "period": view.period,
-        "periodic": kind.periodic,
+        "periodic": KINDS[view.board].periodic,
         "player": player or "",
         "season": view.season.id,
         "tie_rule": view.game.tie_rule,

@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 
 import orjson
 from asgiref.sync import sync_to_async
@@ -35,6 +36,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from anticheat.models import ServerKey
 from anticheat.services import Rules, request_verify, rules_for, server_key_spend, server_keys_by_id
 from common.api_errors import LEDGER_DOWN, RETRY_AFTER_S, ApiError, ledger_unreachable
 from common.asgi import (
@@ -88,8 +90,10 @@ class Single:
 def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
     """Answer a group of single-result POSTs (see the module docstring); None: Django answers it.
 
-    Runs in a worker thread; the connection goes back to the pool at the end. When the ledger
-    cannot be reached, the requests it concerns get the 503 (`unavailable`) and nothing is stored.
+    Three steps: the signatures (`_verified`), each key's request bucket and the bodies
+    (`_parsed`), then one `matches_submit` per key (`_submitted`). Runs in a worker thread; the
+    connection goes back to the pool at the end. When the ledger cannot be reached, the requests it
+    concerns get the 503 (`unavailable`) and nothing is stored.
     """
     global _ledger_down_until
     answers: list[MatchOutcome | None] = [None] * len(requests)
@@ -98,51 +102,10 @@ def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
     try:
         now = timezone.now()
         keys = server_keys_by_id(r.headers[HEADER_KEY] for r in requests if r.headers.get(HEADER_KEY))
-        verified: dict[str, list[int]] = defaultdict(list)  # key id -> requests, in arrival order
-        for i, r in enumerate(requests):
-            try:
-                key = request_verify(
-                    game_slug=r.game,
-                    method="POST",
-                    path=r.path,
-                    body=r.body,
-                    headers=r.headers,
-                    now=now,
-                    key_lookup=keys.get,
-                )
-            except ApiError:
-                continue  # 401/403: Django's answer
-            verified[key.key_id].append(i)
-        groups: dict[str, list[tuple[int, ParsedMatch]]] = defaultdict(list)
-        rules: dict[str, Rules] = {}
-        for key_id, indexes in verified.items():
-            key = keys[key_id]
-            rules[key_id] = rules_for(game=key.game)
-            granted = server_key_spend(key=key, rules=rules[key_id], wanted=len(indexes), now=now)
-            for i in indexes[:granted]:  # the rest are over the key's rate: Django's 429
-                try:
-                    data = orjson.loads(requests[i].body)
-                    match = single_match_parse(
-                        data, raw_match_id=requests[i].match_id, game=key.game, now=timezone.now()
-                    )
-                except (orjson.JSONDecodeError, ApiError):
-                    continue  # malformed JSON (or past orjson), a match id that is no UUID: Django's 400
-                groups[key_id].append((i, match))
-        for key_id, items in groups.items():
-            key = keys[key_id]
-            try:
-                # The group's requests' ids go with the apply task of their events (apply_buffer.py).
-                with request_ids_bound(requests[i].request_id for i, _ in items if requests[i].request_id):
-                    outcomes = matches_submit(
-                        game=key.game, key=key, matches=[m for _, m in items], now=timezone.now(), rules=rules[key_id]
-                    )
-            except Exception as exc:  # nothing was stored: each request goes to Django on its own
-                if ledger_unreachable(exc):
-                    raise
-                logger.warning("a group of %d single results went to Django", len(items), exc_info=True)
-                continue
-            for (i, _), outcome in zip(items, outcomes, strict=True):
-                answers[i] = outcome
+        verified = _verified(requests, keys, now)
+        rules = {key_id: rules_for(game=keys[key_id].game) for key_id in verified}
+        groups = _parsed(requests, verified, keys, rules, now)
+        _submitted(requests, groups, keys, rules, answers)
     except Exception as exc:
         if not settings.SINGLES_IN_CALLER_THREAD:
             connection.close()  # perhaps broken: the next group takes a fresh one from the pool
@@ -153,6 +116,76 @@ def singles_answer(requests: list[Single]) -> list[MatchOutcome | None]:
         return _unavailable_to(requests, answers)
     _ledger_outage.succeeded()
     return answers
+
+
+def _verified(requests: list[Single], keys: dict[str, ServerKey], now: datetime) -> dict[str, list[int]]:
+    """Key id -> the requests it signed, in arrival order; a refused signature is Django's 401/403."""
+    verified: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(requests):
+        try:
+            key = request_verify(
+                game_slug=r.game,
+                method="POST",
+                path=r.path,
+                body=r.body,
+                headers=r.headers,
+                now=now,
+                key_lookup=keys.get,
+            )
+        except ApiError:
+            continue
+        verified[key.key_id].append(i)
+    return verified
+
+
+def _parsed(
+    requests: list[Single],
+    verified: dict[str, list[int]],
+    keys: dict[str, ServerKey],
+    rules: dict[str, Rules],
+    now: datetime,
+) -> dict[str, list[tuple[int, ParsedMatch]]]:
+    """Key id -> its requests within its request bucket, with their matches parsed. The rest are
+    Django's: over the key's rate (429), malformed JSON or past orjson, a match id that is no UUID (400)."""
+    groups: dict[str, list[tuple[int, ParsedMatch]]] = defaultdict(list)
+    for key_id, indexes in verified.items():
+        key = keys[key_id]
+        granted = server_key_spend(key=key, rules=rules[key_id], wanted=len(indexes), now=now)
+        for i in indexes[:granted]:
+            try:
+                data = orjson.loads(requests[i].body)
+                match = single_match_parse(data, raw_match_id=requests[i].match_id, game=key.game, now=timezone.now())
+            except (orjson.JSONDecodeError, ApiError):
+                continue
+            groups[key_id].append((i, match))
+    return groups
+
+
+def _submitted(
+    requests: list[Single],
+    groups: dict[str, list[tuple[int, ParsedMatch]]],
+    keys: dict[str, ServerKey],
+    rules: dict[str, Rules],
+    answers: list[MatchOutcome | None],
+) -> None:
+    """Each key's matches stored in one transaction; their outcomes into `answers`. A group whose
+    transaction failed stored nothing: its requests go to Django one by one (but for a ledger that
+    cannot be reached, raised to the caller)."""
+    for key_id, items in groups.items():
+        key = keys[key_id]
+        try:
+            # The group's requests' ids go with the apply task of their events (apply_buffer.py).
+            with request_ids_bound(requests[i].request_id for i, _ in items if requests[i].request_id):
+                outcomes = matches_submit(
+                    game=key.game, key=key, matches=[m for _, m in items], now=timezone.now(), rules=rules[key_id]
+                )
+        except Exception as exc:
+            if ledger_unreachable(exc):
+                raise
+            logger.warning("a group of %d single results went to Django", len(items), exc_info=True)
+            continue
+        for (i, _), outcome in zip(items, outcomes, strict=True):
+            answers[i] = outcome
 
 
 # After a group found the ledger unreachable, the groups of the next LEDGER_RETRY_S get the 503 at
