@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
+from redis import Redis
 from redis.cluster import RedisCluster
+from redis.commands.core import Script
 
 from common.redis import boards_client, client, lua_path, lua_script, on_cluster
 from seasons.models import Game, Season
@@ -114,85 +116,172 @@ def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, Game]]:
 
 def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
     """Apply results to the boards (see the module docstring). Paused (rebuilding) games apply
-    nothing: those events are reported `paused`, for the caller to retry."""
+    nothing: those events are reported `paused`, for the caller to retry. One round trip for every
+    group (on a cluster, one per node: scatter.py); the boards changed go to the live publisher."""
     report = ApplyReport()
     if not events:
         return report
     meta = _season_meta({e.season_id for e in events})
-    # One group per set of boards; with board shards, per shard too (one script's keys share a
-    # Redis Cluster slot: boards/keys.py).
-    groups: dict[tuple[int, date, str | None, tuple[str, ...], int | None], list[EventRow]] = defaultdict(list)
+    groups = _groups_by_boards(events, meta)
+    redis = boards_client()
+    script = lua_script(APPLY_SCRIPT)
+    calls, slots = _script_calls(
+        groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=isinstance(redis, RedisCluster)
+    )
+    replies = _script_calls_run(redis, script, calls, slots)
+    boards_touched(_replies_count(calls, replies, report))
+    return report
+
+
+_GroupKey = tuple[int, date, str | None, tuple[str, ...], int | None]  # season, day, region, extras, shard
+
+
+class _ScriptCall(NamedTuple):
+    """One EVALSHA of the apply script: a chunk of one group's events."""
+
+    events: list[EventRow]
+    board_keys: list[str]  # the whole boards (live pushes are per whole board)
+    script_keys: list[str]
+    args: list[Any]
+
+
+def _groups_by_boards(events: list[EventRow], meta: dict[int, tuple[Season, Game]]) -> dict[_GroupKey, list[EventRow]]:
+    """One group per set of boards; with board shards, per shard too (one script's keys share a
+    Redis Cluster slot: boards/keys.py)."""
+    groups: dict[_GroupKey, list[EventRow]] = defaultdict(list)
     for e in events:
         shards = meta[e.season_id][0].board_shards
         shard = keys.shard_of(e.player_id, shards) if shards > 1 else None
         groups[(e.season_id, e.day, e.region, e.extra_boards, shard)].append(e)
+    return groups
 
-    redis = boards_client()
-    script = lua_script(APPLY_SCRIPT)
-    cluster = isinstance(redis, RedisCluster)
-    calls: list[tuple[list[EventRow], list[str], list[str], list[Any]]] = []
+
+def _script_calls(
+    groups: dict[_GroupKey, list[EventRow]],
+    meta: dict[int, tuple[Season, Game]],
+    *,
+    dedup_ttl_s: int,
+    chunk: int,
+    cluster: bool,
+) -> tuple[list[_ScriptCall], dict[str, set[str]]]:
+    """Every group's script calls, and on a cluster the slots written, by game."""
+    calls: list[_ScriptCall] = []
     slots: dict[str, set[str]] = defaultdict(set)  # game -> the slots written (on a cluster)
+    prefix = keys.deployment_prefix()
     for (season_id, day, region, extra, shard), rows in groups.items():
         season, game = meta[season_id]
-        codec = ScoreCodec(season.time_bits)
-        dense = needs_distinct_points(game.tie_rule)
-        sums, bests = boards_for(game=game.slug, season_id=season_id, day=day, region=region, extra=extra)
-        if game.ascending:  # lower is better: every board keeps the best (lowest) value of its window
-            sums, bests = [], sums + bests
-        if shard is not None:
-            sums = [replace(b, shard=shard) for b in sums]
-            bests = [replace(b, shard=shard) for b in bests]
-        boards = sums + bests
-        slot = boards[0].dedup_slot  # "" on one Redis; on a cluster every key below shares it
+        sums, bests = _group_boards(game=game, season_id=season_id, day=day, region=region, extra=extra, shard=shard)
+        # The group's first board's slot: "" on one Redis; on a cluster every key of its calls shares it.
+        slot = (sums or bests)[0].dedup_slot
         if cluster:
             slots[game.slug].add(slot)
-        start_us = keys.epoch_micros(season.starts_at)
-        max_reached = codec.max_reached_s
-        prefix = keys.deployment_prefix()
-        for start in range(0, len(rows), chunk):
-            part = rows[start : start + chunk]
-            script_keys: list[str] = [keys.pause_key(game.slug, slot), keys.hidden_key(game.slug, slot)]
-            script_keys += [b.key for b in boards]
-            if dense:
-                script_keys += [b.distinct_key for b in boards]
-            script_keys += [b.version_key for b in boards]
-            dedup_index: dict[str, int] = {}
-            args: list[Any] = [codec.time_span, codec.max_points, len(sums), len(bests), int(dense), dedup_ttl_s]
-            args += [ttl_s(b.board) for b in boards]
-            for e in part:
-                dkey, dfield = keys.dedup_location(e.id, slot, prefix)
-                index = dedup_index.get(dkey)
-                if index is None:
-                    script_keys.append(dkey)
-                    index = dedup_index[dkey] = len(script_keys)
-                micros = keys.epoch_micros(e.accepted_at)
-                reached = reached_seconds(season_start_us=start_us, accepted_us=micros)
-                args += [
-                    e.id,
-                    index,
-                    dfield,
-                    e.player_id,
-                    codec.stored_points(e.points, ascending=game.ascending),
-                    min(reached, max_reached),
-                    keys.dedup_tag_micros(e.id, micros),
-                ]
-            calls.append((part, [b.whole.key for b in boards], script_keys, args))  # pushes are per whole board
-    if isinstance(redis, RedisCluster):  # (`cluster`, for mypy) each node's calls pipelined (scatter.py)
+        calls += _group_calls(
+            rows,
+            season=season,
+            game=game,
+            sums=sums,
+            bests=bests,
+            slot=slot,
+            prefix=prefix,
+            dedup_ttl_s=dedup_ttl_s,
+            chunk=chunk,
+        )
+    return calls, slots
+
+
+def _group_boards(
+    *, game: Game, season_id: int, day: date, region: str | None, extra: tuple[str, ...], shard: int | None
+) -> tuple[list[BoardRef], list[BoardRef]]:
+    """The sum boards and best boards of one group (`boards_for`), in the group's shard."""
+    sums, bests = boards_for(game=game.slug, season_id=season_id, day=day, region=region, extra=extra)
+    if game.ascending:  # lower is better: every board keeps the best (lowest) value of its window
+        sums, bests = [], sums + bests
+    if shard is not None:
+        sums = [replace(b, shard=shard) for b in sums]
+        bests = [replace(b, shard=shard) for b in bests]
+    return sums, bests
+
+
+def _group_calls(
+    rows: list[EventRow],
+    *,
+    season: Season,
+    game: Game,
+    sums: list[BoardRef],
+    bests: list[BoardRef],
+    slot: str,
+    prefix: str,
+    dedup_ttl_s: int,
+    chunk: int,
+) -> list[_ScriptCall]:
+    """One group's script calls, `chunk` events each (lua/apply_events.lua's header has KEYS and
+    ARGV): the pause flag, the hidden set, the boards (with the dense rule their companions), their
+    versions, then each dedup hash as the events need it; ARGV the codec's figures and the boards'
+    lifetimes, then seven values per event."""
+    codec = ScoreCodec(season.time_bits)
+    dense = needs_distinct_points(game.tie_rule)
+    boards = sums + bests
+    start_us = keys.epoch_micros(season.starts_at)
+    max_reached = codec.max_reached_s
+    calls: list[_ScriptCall] = []
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        script_keys: list[str] = [keys.pause_key(game.slug, slot), keys.hidden_key(game.slug, slot)]
+        script_keys += [b.key for b in boards]
+        if dense:
+            script_keys += [b.distinct_key for b in boards]
+        script_keys += [b.version_key for b in boards]
+        dedup_index: dict[str, int] = {}
+        args: list[Any] = [codec.time_span, codec.max_points, len(sums), len(bests), int(dense), dedup_ttl_s]
+        args += [ttl_s(b.board) for b in boards]
+        for e in part:
+            dkey, dfield = keys.dedup_location(e.id, slot, prefix)
+            index = dedup_index.get(dkey)
+            if index is None:
+                script_keys.append(dkey)
+                index = dedup_index[dkey] = len(script_keys)
+            micros = keys.epoch_micros(e.accepted_at)
+            reached = reached_seconds(season_start_us=start_us, accepted_us=micros)
+            args += [
+                e.id,
+                index,
+                dfield,
+                e.player_id,
+                codec.stored_points(e.points, ascending=game.ascending),
+                min(reached, max_reached),
+                keys.dedup_tag_micros(e.id, micros),
+            ]
+        calls.append(_ScriptCall(part, [b.whole.key for b in boards], script_keys, args))
+    return calls
+
+
+def _script_calls_run(
+    redis: "Redis | RedisCluster", script: Script, calls: list[_ScriptCall], slots: dict[str, set[str]]
+) -> list[Any]:
+    """The calls' replies, in order: on one Redis every call in one pipeline (one round trip); on a
+    cluster each node's calls pipelined (scatter.py), after the pause flag and hidden set are
+    copied into the slots written."""
+    if isinstance(redis, RedisCluster):
         for game_slug, game_slots in slots.items():
             slots_fill(game=game_slug, slots=game_slots)
-        replies = scatter(
+        return scatter(
             redis,
-            [(script, script_keys, args) for _, _, script_keys, args in calls],
+            [(script, call.script_keys, call.args) for call in calls],
             hedge=False,
-            fallback=lambda index: script(keys=calls[index][2], args=calls[index][3], client=redis),
+            fallback=lambda index: script(keys=calls[index].script_keys, args=calls[index].args, client=redis),
             # KEYS[3] is the group's first board (the pause flag and hidden set come first).
-            observe=lambda index, seconds: shard_observe(calls[index][2][2], "apply", seconds),
+            observe=lambda index, seconds: shard_observe(calls[index].script_keys[2], "apply", seconds),
         )
-    else:  # every group in one round trip
-        pipe = redis.pipeline(transaction=False)
-        for _, _, script_keys, args in calls:
-            script(keys=script_keys, args=args, client=pipe)
-        replies = pipe.execute()
+    pipe = redis.pipeline(transaction=False)
+    for call in calls:
+        script(keys=call.script_keys, args=call.args, client=pipe)
+    replies: list[Any] = pipe.execute()
+    return replies
+
+
+def _replies_count(calls: list[_ScriptCall], replies: list[Any], report: ApplyReport) -> set[str]:
+    """Each call's reply counted into `report` ("paused", or applied, skipped and the ids refused
+    past the season's capacity); returns the whole boards that changed."""
     changed: set[str] = set()
     for (part, board_keys, _, _), reply in zip(calls, replies, strict=True):
         if reply[0] == "paused":
@@ -206,8 +295,7 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
         report.overflow += len(refused)
         report.refused.extend(refused)
         report.on_boards.extend(e.id for e in part if e.id not in refused)
-    boards_touched(changed)
-    return report
+    return changed
 
 
 def boards_touched(board_keys: Iterable[str]) -> None:
