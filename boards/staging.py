@@ -210,15 +210,44 @@ def board_stage_patch(
     fresh = {k: b for k, b in fresh.items() if k in staged or not b.expired(now)}
     redis = boards_client()
     touched = sorted(players)
+    old_points = _distinct_points_held(redis, staged=staged, touched=touched, codecs=codecs) if dense else {}
+    pipe = redis.pipeline(transaction=False)
+    new_points = _staged_rewrite(pipe, staged=staged, fresh=fresh, touched=touched, dense=dense, codecs=codecs, now=now)
+    pipe.execute()
+    if dense:  # values the touched players held before: still held by someone else?
+        _distinct_points_drop(pipe, staged=staged, old_points=old_points, new_points=new_points, codecs=codecs)
+    _staged_empty_drop(pipe, staged=staged)
+
+
+def _distinct_points_held(
+    redis: Any, *, staged: dict[str, StagedBoard], touched: list[str], codecs: Mapping[int, ScoreCodec]
+) -> dict[str, set[int]]:
+    """The dense rule: the points the touched players hold on each staged copy before the patch."""
     old_points: dict[str, set[int]] = {}
-    if dense and touched and staged:
+    if touched and staged:
         pipe = redis.pipeline(transaction=False)
         for key in staged:
             pipe.zmscore(key + keys.REBUILD_SUFFIX, touched)
         for key, scores in zip(staged, pipe.execute(), strict=True):
             codec = codecs[staged[key].ref.season_id]
             old_points[key] = {codec.points(score) for score in scores if score is not None}
-    pipe = redis.pipeline(transaction=False)
+    return old_points
+
+
+def _staged_rewrite(
+    pipe: Any,
+    *,
+    staged: dict[str, StagedBoard],
+    fresh: dict[str, BoardScores],
+    touched: list[str],
+    dense: bool,
+    codecs: Mapping[int, ScoreCodec],
+    now: datetime,
+) -> dict[str, set[int]]:
+    """Queue on `pipe` the touched players' entries as `fresh` has them: those gone removed, the
+    new ones written (with `dense`, their points into the companions), each board's lifetime
+    renewed. Boards of `fresh` not staged yet join `staged`. Returns the points each board's
+    touched players hold now (with `dense`)."""
     for key in staged:
         gone = [p for p in touched if key not in fresh or p not in fresh[key].scores]
         if gone:
@@ -241,20 +270,36 @@ def board_stage_patch(
         if ttl is not None:
             for name in [stage_key, keys.distinct_key(stage_key)] if dense else [stage_key]:
                 pipe.expire(name, max(ttl, 1))
+    return new_points
+
+
+def _distinct_points_drop(
+    pipe: Any,
+    *,
+    staged: dict[str, StagedBoard],
+    old_points: dict[str, set[int]],
+    new_points: dict[str, set[int]],
+    codecs: Mapping[int, ScoreCodec],
+) -> None:
+    """The dense rule: a value the touched players held before and hold no more leaves its
+    companion when no other member of the board holds it (a ZCOUNT over the value's score range)."""
+    leaving = [(key, p) for key, held in old_points.items() for p in held - new_points.get(key, set())]
+    for key, p in leaving:
+        span = codecs[staged[key].ref.season_id].time_span
+        pipe.zcount(key + keys.REBUILD_SUFFIX, p * span, p * span + span - 1)
+    for (key, p), left in zip(leaving, pipe.execute(), strict=True):
+        if not left:
+            pipe.zrem(keys.distinct_key(key + keys.REBUILD_SUFFIX), str(p))
     pipe.execute()
-    if dense:  # values the touched players held before: still held by someone else?
-        leaving = [(key, p) for key, held in old_points.items() for p in held - new_points.get(key, set())]
-        for key, p in leaving:
-            span = codecs[staged[key].ref.season_id].time_span
-            pipe.zcount(key + keys.REBUILD_SUFFIX, p * span, p * span + span - 1)
-        for (key, p), left in zip(leaving, pipe.execute(), strict=True):
-            if not left:
-                pipe.zrem(keys.distinct_key(key + keys.REBUILD_SUFFIX), str(p))
-        pipe.execute()
+
+
+def _staged_empty_drop(pipe: Any, *, staged: dict[str, StagedBoard]) -> None:
+    """Boards every member left have no staged copy: nothing to swap in (the live board goes as
+    stale). They leave `staged`."""
     for key in staged:
         pipe.exists(key + keys.REBUILD_SUFFIX)
     for key, exists in zip(list(staged), pipe.execute(), strict=True):
-        if not exists:  # every member left: nothing to swap in (the live board goes as stale)
+        if not exists:
             del staged[key]
 
 
@@ -298,8 +343,32 @@ def boards_swap(
     boards dropped. The old values are unlinked (freed in the background), so a 1M-member board
     does not block Redis."""
     redis = boards_client()
+    existing = _live_boards(redis, game=game, kinds=kinds, season_ids=season_ids, shard=shard)
+    multis = _SlotMultis(redis)
+    old_keys = _swap_renames(multis, board_keys=board_keys, existing=existing, dense=dense)
+    stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
+    version = versions_next()
+    for key in [*board_keys, *(k for k in stale if keys.is_board_key(k))]:
+        multis.for_board(key).set(keys.version_key(key), version)
+    _markers_set(multis, applied_events=applied_events, dedup_ttl_s=dedup_ttl_s)
+    multis.execute()
+    garbage = old_keys + stale
+    if garbage:
+        redis.unlink(*garbage)
+    return len(stale)
+
+
+def _live_boards(
+    redis: Any,
+    *,
+    game: str,
+    kinds: Collection[str] | None,
+    season_ids: Collection[int] | None,
+    shard: int | None,
+) -> set[str]:
+    """The game's live boards and their dense companions (not staged copies, leftovers or
+    versions), of `kinds`, `season_ids` and shard `shard` only when given."""
     scanned = {str(k) for k in redis.scan_iter(match=keys.board_pattern(game), count=1000)}
-    # Live boards and their dense companions (not staged copies, leftovers or versions).
     existing = {k for k in scanned if keys.is_board_key(k) or (k.endswith(":d") and keys.is_board_key(k[:-2]))}
     if kinds is not None:
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).board in kinds}
@@ -307,48 +376,64 @@ def boards_swap(
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).season_id in season_ids}
     if shard is not None:
         existing = {k for k in existing if BoardRef.from_key(k.removesuffix(":d")).shard == shard}
-    # One MULTI on one Redis; on a cluster one per slot (a MULTI's keys share a slot), every slot's
-    # boards, versions and markers together, the game paused meanwhile. RENAME goes through
-    # execute_command: redis-py's cluster pipeline blocks its method, as the two names could lie in
-    # two slots; here they share one (a board's keys carry its slot tag).
-    pipes: dict[str, Any] = {}
+    return existing
 
-    def pipe_of(slot: str) -> Any:
-        if slot not in pipes:
-            pipes[slot] = redis.pipeline(transaction=True)
-        return pipes[slot]
 
-    def slot_of(key: str) -> str:
-        return BoardRef.from_key(key.removesuffix(":d")).dedup_slot
+class _SlotMultis:
+    """The swap's MULTIs: one on one Redis; on a cluster one per slot (a MULTI's keys share a
+    slot), every slot's boards, versions and markers together, the game paused meanwhile. Executed
+    in the order their slots were first used."""
 
+    __slots__ = ("_pipes", "_redis")
+
+    def __init__(self, redis: Any) -> None:
+        self._redis = redis
+        self._pipes: dict[str, Any] = {}
+
+    def for_slot(self, slot: str) -> Any:
+        pipe = self._pipes.get(slot)
+        if pipe is None:
+            pipe = self._pipes[slot] = self._redis.pipeline(transaction=True)
+        return pipe
+
+    def for_board(self, key: str) -> Any:
+        """The MULTI of a board's (or its companion's) slot."""
+        return self.for_slot(BoardRef.from_key(key.removesuffix(":d")).dedup_slot)
+
+    def execute(self) -> None:
+        for pipe in self._pipes.values():
+            pipe.execute()
+
+
+def _swap_renames(multis: _SlotMultis, *, board_keys: set[str], existing: set[str], dense: bool) -> list[str]:
+    """Queue the renames: each live board (and companion) aside to `<key>:old`, then its staged
+    copy over it. RENAME goes through execute_command: redis-py's cluster pipeline blocks its
+    method, as the two names could lie in two slots; here they share one (a board's keys carry its
+    slot tag). Returns the names set aside (to unlink after the swap)."""
     old_keys = []
     for key in board_keys:
         for name in [key, keys.distinct_key(key)] if dense else [key]:
             if name in existing:
-                pipe_of(slot_of(key)).execute_command("RENAME", name, name + keys.OLD_SUFFIX)
+                multis.for_board(key).execute_command("RENAME", name, name + keys.OLD_SUFFIX)
                 old_keys.append(name + keys.OLD_SUFFIX)
     for key in board_keys:
-        pipe = pipe_of(slot_of(key))
+        pipe = multis.for_board(key)
         pipe.execute_command("RENAME", key + keys.REBUILD_SUFFIX, key)
         if dense:
             pipe.execute_command("RENAME", keys.distinct_key(key + keys.REBUILD_SUFFIX), keys.distinct_key(key))
-    stale = [k for k in existing if k not in board_keys and not (k.endswith(":d") and k[:-2] in board_keys)]
-    version = versions_next()
-    for key in [*board_keys, *(k for k in stale if keys.is_board_key(k))]:
-        pipe_of(slot_of(key)).set(keys.version_key(key), version)
+    return old_keys
+
+
+def _markers_set(multis: _SlotMultis, *, applied_events: Collection[keys.MarkedEvent], dedup_ttl_s: int) -> None:
+    """Queue the dedup markers of `applied_events` (each in its slot's MULTI), and their hashes'
+    lifetime."""
     marker_keys = set()
     for event_id, accepted_at, slot in applied_events:
         dkey, dfield = keys.dedup_location(event_id, slot)
-        pipe_of(slot).hset(dkey, dfield, keys.dedup_tag(event_id, accepted_at))
+        multis.for_slot(slot).hset(dkey, dfield, keys.dedup_tag(event_id, accepted_at))
         marker_keys.add((slot, dkey))
     for slot, dkey in marker_keys:
-        pipe_of(slot).expire(dkey, dedup_ttl_s)
-    for pipe in pipes.values():
-        pipe.execute()
-    garbage = old_keys + stale
-    if garbage:
-        redis.unlink(*garbage)
-    return len(stale)
+        multis.for_slot(slot).expire(dkey, dedup_ttl_s)
 
 
 def versions_renew(pipe: Pipeline, board_keys: Iterable[str]) -> None:
