@@ -1,7 +1,7 @@
 """The tie rules (API.md section 3), stated once in Python: what each rule's rank counts, the
 streaming ranker of the frozen standings, and the rule's window function in the freeze's SQL. The
-same arithmetic on a sorted set is lua/ranking_lib.lua; tests/test_tie_rules.py holds the Python,
-the Lua and the SQL to the same ranks, entry by entry.
+same arithmetic on a sorted set is lua/ranking_lib.lua; scoring/tests/test_tie_rules.py holds the
+Python, the Lua and the SQL to the same ranks, entry by entry.
 
 The rule is `seasons.models.TieRule` (a string enum: a game's `tie_rule`, a plain string when it
 comes from the catalog, is equal to it and hashes alike). Display order: encoded score descending

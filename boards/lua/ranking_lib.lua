@@ -1,7 +1,7 @@
 -- The tie rules on a sorted set: every script of boards/lua that ranks, orders tied entries or
 -- keeps the dense rule's companion has this file joined in front (common.redis.lua_path in
 -- boards/selectors.py, boards/sharded.py and boards/writer.py). Their Python twin is
--- boards/ranking.py; boards/tests/test_tie_rules.py holds both, and the freeze's SQL, to the same
+-- boards/ranking.py; scoring/tests/test_tie_rules.py holds both, and the freeze's SQL, to the same
 -- ranks.
 --
 -- A board's score is points * span + (span - 1 - reached second): equal points order by who
