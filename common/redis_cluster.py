@@ -689,75 +689,104 @@ class LocalCluster:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
+    """`start`, `stop` or `status` of the cluster under `--dir` (see the module docstring). Exit
+    codes: 0 done (status: cluster_state ok), 1 failed (status: not ok), 3 (status) not running.
+    `start` and an ok `status` print REDIS_CLUSTER_URL=... on stdout; the rest goes to stderr."""
+    args = _parser().parse_args(argv)
+    cluster = LocalCluster.attach(args.dir)
+    running = cluster is not None and any(info.role != "down" for info in cluster.nodes)
+    if args.action == "status":
+        return _cluster_status(cluster if running else None, workdir=args.dir)
+    if args.action == "stop":
+        return _cluster_stop(cluster, workdir=args.dir)
+    if cluster is not None and running:
+        started = _cluster_revive(cluster, workdir=args.dir)
+    else:
+        started = _cluster_start(args, leftover=cluster)
+    if started is None:
+        return 1
+    print(f"REDIS_CLUSTER_URL={started.url}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m common.redis_cluster", description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--dir", default="var/redis-cluster", help="the nodes' folders and cluster.json")
     parser.add_argument("--port-base", type=int, default=7000, help="first port; the nodes take the next ones")
     parser.add_argument("--masters", type=int, default=3)
     parser.add_argument("--replicas", type=int, default=1)
-    args = parser.parse_args(argv)
+    return parser
 
-    def say(message: str) -> None:
-        print(f"cluster: {message}", file=sys.stderr)
 
-    cluster = LocalCluster.attach(args.dir)
-    running = cluster is not None and any(info.role != "down" for info in cluster.nodes)
+def _say(message: str) -> None:
+    print(f"cluster: {message}", file=sys.stderr)
 
-    if args.action == "status":
-        if cluster is None or not running:
-            say(f"not running ({args.dir})")
-            return 3
-        for info in cluster.nodes:
-            master = f" of {info.master_port}" if info.master_port else ""
-            say(f"node {info.port}: {info.role}{master} (pid {info.pid})")
-        ok = cluster.is_ok()
-        dead = sum(1 for info in cluster.nodes if info.role == "down")
-        say(("cluster_state: ok" if ok else "cluster_state: NOT ok") + (f" ({dead} node(s) down)" if dead else ""))
-        if ok:
-            print(f"REDIS_CLUSTER_URL={cluster.url}")
-        return 0 if ok else 1
 
-    if args.action == "stop":
-        if cluster is None:
-            say(f"nothing started under {args.dir}")
-            return 0
-        ports = cluster.ports
-        cluster.stop()
-        say(f"stopped (ports {ports[0]}-{ports[-1]})" if ports else "stopped")
+def _cluster_status(cluster: LocalCluster | None, *, workdir: str) -> int:
+    """Each node's role; 0 when cluster_state is ok, 1 when not, 3 when no node runs (`cluster`
+    None)."""
+    if cluster is None:
+        _say(f"not running ({workdir})")
+        return 3
+    for info in cluster.nodes:
+        master = f" of {info.master_port}" if info.master_port else ""
+        _say(f"node {info.port}: {info.role}{master} (pid {info.pid})")
+    ok = cluster.is_ok()
+    dead = sum(1 for info in cluster.nodes if info.role == "down")
+    _say(("cluster_state: ok" if ok else "cluster_state: NOT ok") + (f" ({dead} node(s) down)" if dead else ""))
+    if ok:
+        print(f"REDIS_CLUSTER_URL={cluster.url}")
+    return 0 if ok else 1
+
+
+def _cluster_stop(cluster: LocalCluster | None, *, workdir: str) -> int:
+    if cluster is None:
+        _say(f"nothing started under {workdir}")
         return 0
-
-    # start
-    if cluster is not None and running:
-        down = [info.port for info in cluster.nodes if info.role == "down"]
-        try:
-            for port in down:
-                say(f"node {port} is down: restarting it")
-                cluster.restart_node(port)
-            cluster.wait_ok()
-        except ClusterError as error:
-            say(f"error: {error}\n(`stop` then `start` begins a fresh cluster)")
-            return 1
-        if not down:
-            say(f"already running ({args.dir})")
-    else:
-        if cluster is not None:
-            cluster.stop()  # left over from a run whose nodes are all gone (a reboot): start afresh
-        size = args.masters * (1 + args.replicas)
-        cluster = LocalCluster(
-            args.dir,
-            masters=args.masters,
-            replicas=args.replicas,
-            ports=range(args.port_base, args.port_base + size),
-            stop_at_exit=False,
-        )
-        try:
-            cluster.start()
-        except ClusterError as error:
-            say(f"error: {error}")
-            return 1
-        say(f"started {args.masters} masters + {args.masters * args.replicas} replicas ({args.dir})")
-    print(f"REDIS_CLUSTER_URL={cluster.url}")
+    ports = cluster.ports
+    cluster.stop()
+    _say(f"stopped (ports {ports[0]}-{ports[-1]})" if ports else "stopped")
     return 0
+
+
+def _cluster_revive(cluster: LocalCluster, *, workdir: str) -> LocalCluster | None:
+    """`start` of a running cluster: the nodes that died restarted, then waited for cluster_state
+    ok. None (the error said) when it does not come back."""
+    down = [info.port for info in cluster.nodes if info.role == "down"]
+    try:
+        for port in down:
+            _say(f"node {port} is down: restarting it")
+            cluster.restart_node(port)
+        cluster.wait_ok()
+    except ClusterError as error:
+        _say(f"error: {error}\n(`stop` then `start` begins a fresh cluster)")
+        return None
+    if not down:
+        _say(f"already running ({workdir})")
+    return cluster
+
+
+def _cluster_start(args: argparse.Namespace, *, leftover: LocalCluster | None) -> LocalCluster | None:
+    """`start` afresh, after stopping a `leftover` whose nodes are all gone (a reboot). None (the
+    error said) when the cluster does not start."""
+    if leftover is not None:
+        leftover.stop()
+    size = args.masters * (1 + args.replicas)
+    cluster = LocalCluster(
+        args.dir,
+        masters=args.masters,
+        replicas=args.replicas,
+        ports=range(args.port_base, args.port_base + size),
+        stop_at_exit=False,
+    )
+    try:
+        cluster.start()
+    except ClusterError as error:
+        _say(f"error: {error}")
+        return None
+    _say(f"started {args.masters} masters + {args.masters * args.replicas} replicas ({args.dir})")
+    return cluster
 
 
 if __name__ == "__main__":

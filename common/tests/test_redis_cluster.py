@@ -3,17 +3,21 @@ tag share a slot and the tags spread over the masters; a script's keys must shar
 SIGKILLed under a writing client is replaced by its replica within seconds, the writes go on, what
 the surviving masters acknowledged is all there, and the dead node comes back as a replica."""
 
+import contextlib
+import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
-from common.redis_cluster import LocalCluster
+from common.redis_cluster import LocalCluster, _main
 
 Connect = Callable[[LocalCluster], RedisCluster]
 TAGS = [f"{{g.1.{n}}}" for n in range(6)]
@@ -175,3 +179,51 @@ def test_a_killed_master_fails_over_and_the_writes_go_on(
     with redis.Redis(host="127.0.0.1", port=promoted) as master, redis.Redis(host="127.0.0.1", port=killed) as replica:
         assert _until(lambda: replica.dbsize() == master.dbsize(), 5)
         assert master.dbsize() > 0
+
+
+def _free_port_range(count: int) -> int:
+    """A base port such that `count` ports from it, and their cluster bus ports (+10000), are free."""
+    for _ in range(200):
+        base = random.randrange(20000, 30000)
+        with contextlib.ExitStack() as stack:
+            try:
+                for port in [*range(base, base + count), *range(base + 10000, base + 10000 + count)]:
+                    stack.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return base
+    raise AssertionError("no free port range")
+
+
+def test_the_command_line_in_a_folder_where_nothing_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(["status", "--dir", str(tmp_path)]) == 3
+    assert _main(["stop", "--dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"cluster: not running ({tmp_path})\ncluster: nothing started under {tmp_path}\n"
+
+
+def test_the_command_line_starts_reports_and_stops_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = _free_port_range(3)
+    workdir = str(tmp_path / "cluster")
+    options = ["--dir", workdir, "--port-base", str(base), "--masters", "3", "--replicas", "0"]
+    url = f"REDIS_CLUSTER_URL=redis://127.0.0.1:{base}\n"
+    try:
+        assert _main(["start", *options]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == url
+        assert captured.err == f"cluster: started 3 masters + 0 replicas ({workdir})\n"
+        assert _main(["start", *options]) == 0
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == (url, f"cluster: already running ({workdir})\n")
+        assert _main(["status", "--dir", workdir]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == url
+        assert captured.err.splitlines()[-1] == "cluster: cluster_state: ok"
+        assert sum(f"node {port}: master" in captured.err for port in range(base, base + 3)) == 3
+    finally:
+        assert _main(["stop", "--dir", workdir]) == 0
+    assert capsys.readouterr().err == f"cluster: stopped (ports {base}-{base + 2})\n"
+    assert _main(["status", "--dir", workdir]) == 3
