@@ -249,6 +249,39 @@ def review_evidence(*, event: ScoreEvent) -> ReviewEvidence:
     game = event.game
     rules = rules_for(game=game)
     scan = AnomalyScan.objects.filter(game=game).first()
+    figures = _points_figures(event, rules, scan) + _rate_figures(event, rules)
+    same_match = list(
+        ScoreEvent.objects.filter(game_id=event.game_id, match_id=event.match_id).order_by("-points", "player_id")
+    )
+    recent = list(_player_results(event).order_by("-accepted_at", "-id")[:RECENT])
+    last_ids = list(_player_results(event).order_by("-accepted_at", "-id").values_list("id", "status")[:200])
+    statuses: dict[str, int] = {}
+    for _, status in last_ids:
+        statuses[status] = statuses.get(status, 0) + 1
+    bans = list(Ban.objects.filter(game=game, player_id=event.player_id).order_by("-created_at"))
+    targets = [str(i) for i, _ in last_ids if i != event.id] + [event.player_id]
+    decisions = list(AuditEntry.objects.filter(target__in=targets).order_by("-created_at", "-id")[:RECENT])
+    history = list(AuditEntry.objects.filter(target=str(event.id)).order_by("created_at", "id"))
+    withheld = next((e.reason for e in reversed(history) if e.action == "withhold"), "")
+    return ReviewEvidence(
+        event=event,
+        why=REASONS.get(event.reason, event.reason or "-"),
+        figures=figures,
+        same_match=same_match,
+        recent=recent,
+        statuses=statuses,
+        bans=bans,
+        decisions=decisions,
+        history=history,
+        withheld_because=withheld,
+        extra={"checked_at": scan.computed_at if scan is not None else None},
+    )
+
+
+def _points_figures(event: ScoreEvent, rules: Rules, scan: AnomalyScan | None) -> list[Figure]:
+    """The result's own numbers against their limits: points against the cohort's quantile (the
+    last anomaly scan's) and the game's maximum, points per minute of play, the match's duration."""
+    game = event.game
     limit = scan.limit if scan is not None else None
     per_minute = event.points * 60 / max(event.duration_s, 1)
     quantile = f"p{ANOMALY_POLICY.quantile * 100:g}"
@@ -282,31 +315,4 @@ def review_evidence(*, event: ScoreEvent) -> ReviewEvidence:
             bool(rules.min_duration_s and event.duration_s < rules.min_duration_s),
         )
     )
-    figures += _rate_figures(event, rules)
-
-    same_match = list(
-        ScoreEvent.objects.filter(game_id=event.game_id, match_id=event.match_id).order_by("-points", "player_id")
-    )
-    recent = list(_player_results(event).order_by("-accepted_at", "-id")[:RECENT])
-    last_ids = list(_player_results(event).order_by("-accepted_at", "-id").values_list("id", "status")[:200])
-    statuses: dict[str, int] = {}
-    for _, status in last_ids:
-        statuses[status] = statuses.get(status, 0) + 1
-    bans = list(Ban.objects.filter(game=game, player_id=event.player_id).order_by("-created_at"))
-    targets = [str(i) for i, _ in last_ids if i != event.id] + [event.player_id]
-    decisions = list(AuditEntry.objects.filter(target__in=targets).order_by("-created_at", "-id")[:RECENT])
-    history = list(AuditEntry.objects.filter(target=str(event.id)).order_by("created_at", "id"))
-    withheld = next((e.reason for e in reversed(history) if e.action == "withhold"), "")
-    return ReviewEvidence(
-        event=event,
-        why=REASONS.get(event.reason, event.reason or "-"),
-        figures=figures,
-        same_match=same_match,
-        recent=recent,
-        statuses=statuses,
-        bans=bans,
-        decisions=decisions,
-        history=history,
-        withheld_because=withheld,
-        extra={"checked_at": scan.computed_at if scan is not None else None},
-    )
+    return figures
