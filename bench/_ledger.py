@@ -22,7 +22,7 @@ from boards.models import FrozenStanding, Player
 from common.db import copy_rows
 from common.redis import client
 from scoring.models import ScoreEvent, SeasonTotal
-from seasons.catalog import catalog_key, catalog_version_key
+from seasons.keys import catalog_key, catalog_version_key
 from seasons.models import Game, Season, SeasonPointer, SeasonPointerChange
 from seasons.periods import week_label
 from seasons.services import game_create

@@ -90,11 +90,16 @@ from _common import (
     signed_headers,
 )
 
-from leaderboard_site.settings.env import key_prefix_from_env
+# The service's settings, for its key functions (the same as raw_limit's Django).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
+from django.test import override_settings
 
-# scoring.tasks.APPLY_QUEUE, the Celery queue of the apply tasks, under the service's key prefix
-# (common.redis.broker_key; the prefix as the service derives it from the same environment).
-APPLY_QUEUE = f"{key_prefix_from_env()}:celery:scoring"
+from boards import keys
+from common.redis import broker_key, deployment_keys_drop
+
+# The broker's list of scoring.tasks.APPLY_QUEUE ("scoring"), the Celery queue of the apply tasks,
+# under the service's key prefix (the settings read from the same environment as the service's).
+APPLY_QUEUE = broker_key("scoring")
 MAX_POINTS = 1000
 DURATION_S = 600
 CONN_ERRORS = (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
@@ -548,7 +553,6 @@ def raw_limit(args, game: str, batches: list[Batch]) -> dict:
     django.setup()
     from django.conf import settings
     from django.db import connections
-    from django.test import override_settings
 
     # The settings were read when this module imported leaderboard_site (its Celery app reads the
     # beat schedule's intervals): the private prefix and the Redis go in as overrides, which
@@ -556,7 +560,6 @@ def raw_limit(args, game: str, batches: list[Batch]) -> dict:
     override_settings(REDIS_KEY_PREFIX=prefix, REDIS_URL=redis_url(args.redis_url)).enable()
 
     from boards.writer import EventRow, events_apply
-    from common.redis import client
     from scoring.services import ENQUEUE_CHUNK
     from seasons.selectors import game_get, season_containing, seasons_of
 
@@ -599,20 +602,13 @@ def raw_limit(args, game: str, batches: list[Batch]) -> dict:
         skipped += report.skipped + report.paused + report.overflow
     elapsed = time.perf_counter() - t0
 
-    r = client()
-    deleted = 0
-    pipe = r.pipeline(transaction=False)
-    for key in r.scan_iter(match=f"{prefix}:*", count=5000):
-        pipe.unlink(key)
-        if len(pipe) >= 1000:
-            deleted += sum(pipe.execute())
-    deleted += sum(pipe.execute())
-    left = sum(1 for _ in r.scan_iter(match=f"{prefix}:*", count=5000))
+    deleted = deployment_keys_drop()  # every key under the private prefix (the overridden settings')
+    left = deployment_keys_drop()  # a second pass finds none unless the first missed some
     connections.close_all()
     if applied != n:
         log(f"phase 4: the writer applied {applied} of {n} events ({skipped} skipped, paused or overflowing)")
     if left:
-        log(f"phase 4: WARNING: {left} keys under {prefix}: left")
+        log(f"phase 4: WARNING: {left} keys under {prefix}: were left by the first pass")
     return {
         "events": n,
         "applied": applied,
@@ -634,8 +630,8 @@ def memory(args) -> dict:
     prefix = f"benchmem{random.randrange(1 << 30):x}"
     n = args.memory_members
     rng = random.Random(7)
-    zkey = f"{prefix}:b:bench:1:all:global:-"
-    dedup_group = 128  # boards.keys.DEDUP_GROUP
+    with override_settings(REDIS_KEY_PREFIX=prefix):
+        zkey = keys.BoardRef("bench", 1, "all").key
     dedup_ttl = 6 * 3600  # settings.SCORING_DEDUP_TTL_S
 
     def used() -> int:
@@ -657,24 +653,24 @@ def memory(args) -> dict:
     base_id = 40_000_000  # realistic event ids, as a live ledger has
     before_dd = used()
     pipe = r.pipeline(transaction=False)
-    keys = set()
+    markers = set()
     for i in range(n):
         eid = base_id + i
-        key = f"{prefix}:dd:{eid // dedup_group}"
+        key, dedup_field = keys.dedup_location(eid, prefix=prefix)
         # The value is the event's tag (boards.keys.dedup_tag): a signed 32-bit integer.
-        pipe.hset(key, str(eid % dedup_group), str(rng.randrange(-(1 << 31), 1 << 31)))
-        keys.add(key)
+        pipe.hset(key, dedup_field, str(rng.randrange(-(1 << 31), 1 << 31)))
+        markers.add(key)
         if len(pipe) >= 10_000:
             pipe.execute()
-    for key in keys:
+    for key in markers:
         pipe.expire(key, dedup_ttl)  # the service sets a TTL on every dedup hash
     pipe.execute()
     after_dd = used()
-    sample_key = next(iter(keys))
+    sample_key = next(iter(markers))
     dd_usage = int(r.memory_usage(sample_key, samples=0))
     dd_enc = r.object("encoding", sample_key)
     r.delete(zkey)
-    ordered = list(keys)
+    ordered = list(markers)
     for start in range(0, len(ordered), 1000):
         r.delete(*ordered[start : start + 1000])
     r.close()
@@ -684,7 +680,7 @@ def memory(args) -> dict:
         "zset_memory_usage_per_member": zusage / n,
         "zset_encoding": zenc.decode() if isinstance(zenc, bytes) else zenc,
         "dedup_bytes_per_marker": (after_dd - before_dd) / n,
-        "dedup_hashes": len(keys),
+        "dedup_hashes": len(markers),
         "dedup_hash_memory_usage": dd_usage,
         "dedup_encoding": dd_enc.decode() if isinstance(dd_enc, bytes) else dd_enc,
     }

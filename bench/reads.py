@@ -73,7 +73,9 @@ from _common import (
     region_of,
     signed_headers,
 )
+from django.test import override_settings
 
+from boards import keys as service_keys
 from leaderboard_site.settings.env import key_prefix_from_env
 
 KINDS = ("rank", "top", "around")
@@ -409,10 +411,17 @@ def argv_documented(source: str) -> int | None:
     return max(found) if found else None
 
 
+def player_keys(prefix: str, game: str, season: int) -> list[str]:
+    """player.lua's KEYS on the game's `all` board, under the service's prefix (boards/keys.py)."""
+    with override_settings(REDIS_KEY_PREFIX=prefix):
+        board = service_keys.BoardRef(game, season, "all")
+        return [board.key, board.distinct_key, service_keys.names_key(game)]
+
+
 async def raw_lua(args, game: str, info: dict) -> dict:
     """player.lua (with ranking_lib.lua) by EVALSHA from concurrent redis.asyncio clients, no Django."""
-    board = f"{args.key_prefix}:b:{game}:{info['season']}:all:global:-"
-    keys = [board, board + ":d", f"{args.key_prefix}:names:{game}"]
+    keys = player_keys(args.key_prefix, game, info["season"])
+    board = keys[0]
     player_src = (LUA_DIR / "player.lua").read_text()
     source = "\n".join([(LUA_DIR / "ranking_lib.lua").read_text(), player_src])
     tail = [2 ** info["time_bits"], info["tie_rule"], EXACT_RANKS, BUCKETS]  # after the player id

@@ -11,10 +11,8 @@ import redis
 
 from . import redis as lb_redis
 
-
-def metrics_key() -> str:
-    """`{prefix}:metrics`: a hash of `refused:{code}:{game}` and the like."""
-    return f"{lb_redis.key_prefix()}:metrics"
+# Re-exported: the recovery (scoring/recovery.py) keeps this key when it empties Redis.
+from .keys import metrics_key as metrics_key
 
 
 def count(field: str, amount: int = 1) -> None:

@@ -8,11 +8,7 @@ its commit, so every web process sees it on its next read, and `/seasons` and th
 which read the same catalog, never disagree about the current season. With PostgreSQL down the
 reads go on. When Redis has no catalog (flushed), the first reader builds it from PostgreSQL; the
 season beat re-publishes any catalog that differs from the tables (a publish lost to a Redis
-outage).
-
-Keys (prefix `lb`, REDIS_KEY_PREFIX):
-    lb:catalog:{game}      the catalog (JSON)
-    lb:catalog-v:{game}    its version (a random token, new with every publish)
+outage). The catalog and its version are kept under seasons/keys.py's keys.
 """
 
 import json
@@ -24,8 +20,11 @@ from typing import Any
 
 from django.db import transaction
 
-from common.redis import client, key_prefix
+from common.redis import client
 
+# Re-exported: the fast path (boards/fastpath.py) reads the catalog's keys from here.
+from .keys import catalog_key as catalog_key
+from .keys import catalog_version_key as catalog_version_key
 from .models import Game, Season, SeasonPointer
 
 
@@ -35,14 +34,6 @@ class Catalog:
     game: Game | None
     seasons: list[Season]  # newest first
     pointer_id: int | None
-
-
-def catalog_key(slug: str) -> str:
-    return f"{key_prefix()}:catalog:{slug}"
-
-
-def catalog_version_key(slug: str) -> str:
-    return f"{key_prefix()}:catalog-v:{slug}"
 
 
 def _time(value: datetime | None) -> str | None:
