@@ -1,4 +1,6 @@
-"""Every Redis key of the board index: the only module that spells them.
+"""Every Redis key of the board index: the only module that spells them. (The other apps' keys:
+anticheat/keys.py, seasons/keys.py, common/keys.py; the prefix and the Celery broker's keys:
+common/redis.py. leaderboard_site/tests/test_key_modules.py checks that no other module spells one.)
 
 Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.py):
     lb:b:{game}:{season}:{board}:{region}:{period}   a board (sorted set, encoded scores)
