@@ -190,6 +190,14 @@ def validate_match(
     plain = _plain_match(raw, match_id, max_points, _latest(now, max_future_s), dimensions)
     if plain is not None:
         return plain, {}
+    return _match_checked(raw, match_id, max_points, now, max_future_s, dimensions)
+
+
+def _match_checked(
+    raw: Any, match_id: uuid.UUID, max_points: int, now: datetime, max_future_s: int, dimensions: tuple[str, ...]
+) -> tuple[MatchIn | None, Errors]:
+    """`validate_match` in full, every field checked and every error said (what `_plain_match`
+    leaves: an invalid match, or one with a season or a result that needs the long way)."""
     if not isinstance(raw, dict):
         return None, {"non_field_errors": ["The body must be a JSON object."]}
     errors: Errors = _unknown(raw, MATCH_FIELDS)
@@ -206,15 +214,32 @@ def validate_match(
         errors["duration_s"] = ["This field is required."]
     elif not isinstance(duration_s, int) or isinstance(duration_s, bool) or not 0 <= duration_s <= MAX_DURATION_S:
         errors["duration_s"] = [f"duration_s must be an integer from 0 to {MAX_DURATION_S}."]
-    season_raw = raw.get("season")
-    season_id: int | None = None
-    if season_raw is not None:
-        if is_int(season_raw) and season_raw > 0:
-            season_id = season_raw
-        elif isinstance(season_raw, str) and season_raw.isdigit() and len(season_raw) < 19:
-            season_id = int(season_raw)
-        else:
-            errors["season"] = ["A season id, as listed by /seasons."]
+    season_id = _season_checked(raw.get("season"), errors)
+    results = _results_checked(raw, max_points, dimensions, errors)
+    if errors:
+        return None, errors
+    assert played_at is not None and isinstance(duration_s, int)
+    return MatchIn(match_id, played_at, duration_s, season_id, tuple(results)), {}
+
+
+def _season_checked(season_raw: Any, errors: Errors) -> int | None:
+    """The season id asked for (a positive integer, or its digits), None when none is; an error
+    into `errors` when it is not one."""
+    if season_raw is None:
+        return None
+    if is_int(season_raw) and season_raw > 0:
+        return int(season_raw)
+    if isinstance(season_raw, str) and season_raw.isdigit() and len(season_raw) < 19:
+        return int(season_raw)
+    errors["season"] = ["A season id, as listed by /seasons."]
+    return None
+
+
+def _results_checked(
+    raw: dict[str, Any], max_points: int, dimensions: tuple[str, ...], errors: Errors
+) -> list[ResultIn]:
+    """The results that pass, each checked (by the short way first); their errors into `errors`
+    (one dict per item, in order), or the list's own: missing, too short or long, repeated ids."""
     results_raw = raw.get("results")
     results: list[ResultIn] = []
     if "results" not in raw:
@@ -238,10 +263,7 @@ def validate_match(
             duplicates = sorted({pid for pid in ids if ids.count(pid) > 1}) if len(set(ids)) != len(ids) else []
             if duplicates:
                 errors["results"] = [f"Player ids must be unique within a match; repeated: {', '.join(duplicates)}."]
-    if errors:
-        return None, errors
-    assert played_at is not None and isinstance(duration_s, int)
-    return MatchIn(match_id, played_at, duration_s, season_id, tuple(results)), {}
+    return results
 
 
 def _plain_match(
