@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from boards.epoch import epoch_get
 from boards.keys import GLOBAL, BoardRef, is_board_key, pause_key, rebuild_lock_key, season_pattern, shard_of
-from boards.kinds import ALL, BEST, KINDS
+from boards.kinds import ALL, BEST, KINDS, BoardKind
 from boards.models import Player
 from boards.tally import BoardScores, moment_of
 from boards.writer import GamePaused
@@ -189,6 +189,8 @@ def _comparable(key: str, *, ledger_last: datetime | None, redis_ttl: int, now: 
 
 
 def _scan_full(*, game: Game, seasons: Sequence[Season], now: datetime, scan: _Scan, report: ReconcileReport) -> None:
+    """Every board of every live season compared with the ledger (`full`), one kind of one season
+    at a time (what the module docstring says of memory)."""
     redis = boards_client()
     for season in seasons:
         in_redis = [
@@ -198,61 +200,103 @@ def _scan_full(*, game: Game, seasons: Sequence[Season], now: datetime, scan: _S
         ]
         extras = ledger_has_extra_boards(game=game, season_id=season.id)
         for kind in KINDS.values():
-            known: dict[str, set[str]] = defaultdict(set)  # the ledger's members of each board
-            last: dict[str, int] = {}
-            found: list[tuple[str, str, int | None, int | None]] = []
-            refs: dict[tuple[str, int, str, str, int], str] = {}
-            with ledger_entries(game=game, kinds=[kind], season_id=season.id, live_at=now, extras=extras) as chunks:
-                for rows in chunks:
-                    by_key: dict[str, list[tuple[str, int]]] = defaultdict(list)
-                    for board, season_id, region, period, player, score, last_us in rows:
-                        shard = shard_of(player, season.board_shards)
-                        key = refs.get((board, season_id, region, period, shard))
-                        if key is None:
-                            key = refs[(board, season_id, region, period, shard)] = (
-                                BoardRef(game.slug, season_id, board, region, period)
-                                .for_player(player, season.board_shards)
-                                .key
-                            )
-                        by_key[key].append((player, score))
-                        if last_us > last.get(key, 0):
-                            last[key] = last_us
-                    pipe = redis.pipeline(transaction=False)
-                    for key, members in by_key.items():
-                        pipe.zmscore(key, [player for player, _ in members])
-                    for (key, members), scores in zip(by_key.items(), pipe.execute(), strict=True):
-                        seen = known[key]
-                        for (player, want), live in zip(members, scores, strict=True):
-                            seen.add(player)
-                            got = None if live is None else int(live)
-                            if got != want:
-                                found.append((key, player, got, want))
-                        report.entries += len(members)
+            known, last, found = _ledger_compared(
+                redis, game=game, season=season, kind=kind, extras=extras, now=now, report=report
+            )
             boards = sorted(set(known) | {k for k in in_redis if BoardRef.from_key(k).board == kind.name})
-            pipe = redis.pipeline(transaction=False)
-            for key in boards:
-                pipe.ttl(key)
-                pipe.zcard(key)
-            replies = pipe.execute()
-            comparable: set[str] = set()
-            for i, key in enumerate(boards):
-                ttl, size = int(replies[2 * i]), int(replies[2 * i + 1])
-                ledger_last = moment_of(last[key]) if key in last else None
-                if not _comparable(key, ledger_last=ledger_last, redis_ttl=ttl, now=now):
-                    continue
-                comparable.add(key)
-                report.boards += 1
-                if ledger_last is not None:
-                    scan.board_last[key] = ledger_last
-                ledger_members = known.get(key, set())
-                if size > len(ledger_members):  # members the ledger lacks (or has only since it was read)
-                    for member, score in redis.zscan_iter(key, count=1000):
-                        if str(member) not in ledger_members:
-                            found.append((key, str(member), int(score), None))
-                            report.entries += 1
+            comparable = _ghosts_found(
+                redis, boards=boards, known=known, last=last, found=found, now=now, scan=scan, report=report
+            )
             for key, player, live_score, ledger_score in found:
                 if key in comparable:
                     scan.add(key, player, live_score, ledger_score)
+
+
+_Found = tuple[str, str, int | None, int | None]  # board key, player, live score, ledger score
+
+
+def _ledger_compared(
+    redis: Any,
+    *,
+    game: Game,
+    season: Season,
+    kind: BoardKind,
+    extras: bool,
+    now: datetime,
+    report: ReconcileReport,
+) -> tuple[dict[str, set[str]], dict[str, int], list[_Found]]:
+    """The ledger's entries of one kind of one season, streamed, each chunk compared with the
+    boards (one ZMSCORE per board and chunk, pipelined). Returns the ledger's members of each board,
+    each board's last write (epoch microseconds) and the entries that differ."""
+    known: dict[str, set[str]] = defaultdict(set)  # the ledger's members of each board
+    last: dict[str, int] = {}
+    found: list[_Found] = []
+    refs: dict[tuple[str, int, str, str, int], str] = {}
+    with ledger_entries(game=game, kinds=[kind], season_id=season.id, live_at=now, extras=extras) as chunks:
+        for rows in chunks:
+            by_key: dict[str, list[tuple[str, int]]] = defaultdict(list)
+            for board, season_id, region, period, player, score, last_us in rows:
+                shard = shard_of(player, season.board_shards)
+                key = refs.get((board, season_id, region, period, shard))
+                if key is None:
+                    key = refs[(board, season_id, region, period, shard)] = (
+                        BoardRef(game.slug, season_id, board, region, period)
+                        .for_player(player, season.board_shards)
+                        .key
+                    )
+                by_key[key].append((player, score))
+                if last_us > last.get(key, 0):
+                    last[key] = last_us
+            pipe = redis.pipeline(transaction=False)
+            for key, members in by_key.items():
+                pipe.zmscore(key, [player for player, _ in members])
+            for (key, members), scores in zip(by_key.items(), pipe.execute(), strict=True):
+                seen = known[key]
+                for (player, want), live in zip(members, scores, strict=True):
+                    seen.add(player)
+                    got = None if live is None else int(live)
+                    if got != want:
+                        found.append((key, player, got, want))
+                report.entries += len(members)
+    return known, last, found
+
+
+def _ghosts_found(
+    redis: Any,
+    *,
+    boards: list[str],
+    known: dict[str, set[str]],
+    last: dict[str, int],
+    found: list[_Found],
+    now: datetime,
+    scan: _Scan,
+    report: ReconcileReport,
+) -> set[str]:
+    """Of `boards` (the ledger's and Redis's), those comparable now (`_comparable`: TTL and size in
+    one pipeline); on each that holds more members than the ledger has, the others (ghosts) are
+    added to `found` (ZSCAN). Returns the comparable boards."""
+    pipe = redis.pipeline(transaction=False)
+    for key in boards:
+        pipe.ttl(key)
+        pipe.zcard(key)
+    replies = pipe.execute()
+    comparable: set[str] = set()
+    for i, key in enumerate(boards):
+        ttl, size = int(replies[2 * i]), int(replies[2 * i + 1])
+        ledger_last = moment_of(last[key]) if key in last else None
+        if not _comparable(key, ledger_last=ledger_last, redis_ttl=ttl, now=now):
+            continue
+        comparable.add(key)
+        report.boards += 1
+        if ledger_last is not None:
+            scan.board_last[key] = ledger_last
+        ledger_members = known.get(key, set())
+        if size > len(ledger_members):  # members the ledger lacks (or has only since it was read)
+            for member, score in redis.zscan_iter(key, count=1000):
+                if str(member) not in ledger_members:
+                    found.append((key, str(member), int(score), None))
+                    report.entries += 1
+    return comparable
 
 
 def _scan_sample(
