@@ -169,6 +169,36 @@ class _Gather:
         for node, calls in late.values():
             self.send(node, calls, hedge=True)
 
+    def wait(self, *, hedge: bool) -> None:
+        """Read replies as they arrive until every call has one or no wire can bring more; with
+        `hedge`, late calls are sent again (`hedge`) and the wait ends when the next one is due."""
+        while self.pending():
+            for wire in self.wires:
+                self.read(wire)
+            if not self.pending():
+                break
+            now = time.perf_counter()
+            trigger = LATENCY.p95
+            if hedge:
+                self.hedge(now, trigger)
+            live = [w for w in self.wires if not w.done]
+            if not live:  # nothing more can answer: the rest go the ordinary way
+                break
+            wait = 0.05
+            if hedge:
+                unhedged = [w.at for w in live if not w.hedge and any(i not in self.hedged for i in w.calls[w.read :])]
+                if unhedged:
+                    wait = max(0.0, min(unhedged) + trigger - now)
+            select.select([w.conn._sock for w in live if w.conn._sock is not None], [], [], wait)
+
+    def release(self) -> None:
+        """Every wire's connection back to its pool; one with replies still on their way is
+        disconnected first (never handed to another caller)."""
+        for wire in self.wires:
+            if not wire.done and not wire.dead:
+                wire.conn.disconnect()
+            wire.node.redis_connection.connection_pool.release(wire.conn)
+
 
 def scatter(
     cluster: RedisCluster,
@@ -199,31 +229,16 @@ def scatter(
     try:
         for node, indexes in by_node.values():
             gather.send(node, indexes, hedge=False)
-        while gather.pending():
-            for wire in gather.wires:
-                gather.read(wire)
-            if not gather.pending():
-                break
-            now = time.perf_counter()
-            trigger = LATENCY.p95
-            if hedge:
-                gather.hedge(now, trigger)
-            live = [w for w in gather.wires if not w.done]
-            if not live:  # nothing more can answer: the rest go the ordinary way
-                break
-            wait = 0.05
-            if hedge:
-                unhedged = [
-                    w.at for w in live if not w.hedge and any(i not in gather.hedged for i in w.calls[w.read :])
-                ]
-                if unhedged:
-                    wait = max(0.0, min(unhedged) + trigger - now)
-            select.select([w.conn._sock for w in live if w.conn._sock is not None], [], [], wait)
+        gather.wait(hedge=hedge)
     finally:
-        for wire in gather.wires:
-            if not wire.done and not wire.dead:
-                wire.conn.disconnect()  # replies still on their way: never hand it to another caller
-            wire.node.redis_connection.connection_pool.release(wire.conn)
+        gather.release()
+    return _replies_in_order(gather, fallback, observe)
+
+
+def _replies_in_order(
+    gather: _Gather, fallback: Callable[[int], Any], observe: Callable[[int, float], None]
+) -> list[Any]:
+    """Each call's reply, by `fallback` for those that got none here (or a failure); the others timed."""
     replies = []
     for index, reply in enumerate(gather.replies):
         if reply is _PENDING or reply is _FAILED:
