@@ -65,6 +65,9 @@ class UnreflectedReport:
     seconds: float = 0.0
 
 
+Row = tuple[int, int, str, int, datetime]  # id, game id, player id, season id, accepted_at
+
+
 def unreflected_check(*, repair: bool = True, now: datetime | None = None, limit: int = CHECK_MAX) -> UnreflectedReport:
     """Compare the markers of the events accepted since the last run with the ledger; repair what is
     missing unless `repair` is False (the watermark then stays where it was)."""
@@ -84,19 +87,34 @@ def unreflected_check(*, repair: bool = True, now: datetime | None = None, limit
     if top - watermark > limit:
         report.unchecked = top - watermark - limit
         watermark = top - limit
+    rows = _events_checkable(after=watermark, upto=top, epoch=epoch, now=now)
+    report.checked = len(rows)
+    missing = _missing(rows)
+    report.missing = len(missing)
+    _missing_per_game(missing, repair=repair, report=report)
+    if repair:
+        redis.set(unreflected_mark_key(), top)
+    report.seconds = round(time.monotonic() - clock, 2)
+    if not missing:
+        logger.info("reconcile: %d applied results checked against their markers, none missing", report.checked)
+    return report
+
+
+def _events_checkable(*, after: int, upto: int, epoch: str, now: datetime) -> list[Row]:
+    """The events of the id range the check can judge: applied since the boards marker was written
+    (`epoch`) and within the markers' lifetime, of seasons not frozen (a frozen season is read from
+    its standings)."""
     applied_since = max(
         datetime.fromisoformat(epoch.split()[0]),
         now - timedelta(seconds=settings.SCORING_DEDUP_TTL_S - LIFETIME_MARGIN_S),
     )
     frozen = frozen_season_ids()
-    rows = [
-        row
-        for row in _events(after=watermark, upto=top, applied_since=applied_since)
-        if row[3] not in frozen  # a frozen season is read from its standings
-    ]
-    report.checked = len(rows)
-    missing = _missing(rows)
-    report.missing = len(missing)
+    return [row for row in _events(after=after, upto=upto, applied_since=applied_since) if row[3] not in frozen]
+
+
+def _missing_per_game(missing: list[Row], *, repair: bool, report: UnreflectedReport) -> None:
+    """The events found missing, counted per game (the report, the metric) and logged; with
+    `repair`, their players' boards rewritten from the ledger, or their game rebuilt (`_repair`)."""
     players: dict[int, set[str]] = defaultdict(set)
     found_by_game: Counter[int] = Counter()
     for _, game_id, player_id, _, _ in missing:
@@ -120,15 +138,6 @@ def unreflected_check(*, repair: bool = True, now: datetime | None = None, limit
             found,
             f"{len(game_players)} players' boards rewritten from the ledger" if repair else "not repaired",
         )
-    if repair:
-        redis.set(unreflected_mark_key(), top)
-    report.seconds = round(time.monotonic() - clock, 2)
-    if not missing:
-        logger.info("reconcile: %d applied results checked against their markers, none missing", report.checked)
-    return report
-
-
-Row = tuple[int, int, str, int, datetime]  # id, game id, player id, season id, accepted_at
 
 
 def _events(*, after: int, upto: int, applied_since: datetime) -> list[Row]:
