@@ -75,6 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -192,18 +193,18 @@ def database_drop(url: str, create: bool) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def redis_keys_drop(url: str, prefix: str) -> int:
-    r = redis.Redis.from_url(url)
-    dropped, batch = 0, []
-    for key in r.scan_iter(match=f"{prefix}:*", count=5000):
-        batch.append(key)
-        if len(batch) >= 1000:
-            dropped += r.unlink(*batch)
-            batch = []
-    if batch:
-        dropped += r.unlink(*batch)
-    r.close()
-    return dropped
+def redis_keys_drop(prefix: str) -> int:
+    """Every key under the run's prefix (common/redis.py, on the settings of service_env's environment),
+    once it is sure the settings name that prefix and no other deployment's."""
+    from django.conf import settings
+
+    from common.redis import deployment_keys_drop
+
+    if settings.REDIS_KEY_PREFIX != prefix:
+        raise RuntimeError(
+            f"the settings name key prefix {settings.REDIS_KEY_PREFIX!r}, not {prefix!r}: no key dropped"
+        )
+    return deployment_keys_drop()
 
 
 def service_env(args, prefix: str, tmp: Path) -> dict[str, str]:
@@ -221,6 +222,8 @@ def service_env(args, prefix: str, tmp: Path) -> dict[str, str]:
         "REDIS_KEY_PREFIX": prefix,
         "PROMETHEUS_MULTIPROC_DIR": str(tmp / "metrics"),
     }
+    for name in ("REDIS_CLUSTER_URL", "CELERY_BROKER_URL"):  # the machine's Redis, for everything
+        os.environ.pop(name, None)
     os.environ.update(env)  # the helpers of this process (bench/ingest.py reads the prefix at import)
     return {**os.environ}
 
@@ -351,13 +354,15 @@ def jobs_start(new: Side, procs: Procs, env: dict, tmp: Path, prefix: str) -> No
     worker += ["--concurrency", "2", "-n", f"{prefix}@%h"]
     beat = [str(CELERY), "-A", "leaderboard_site", "beat", "-l", "warning", "-s", str(tmp / "beat-schedule")]
     started = [procs.start(worker, new.tree, env, "worker.log"), procs.start(beat, new.tree, env, "beat.log")]
-    r = redis.Redis.from_url(env["REDIS_URL"])
+    from boards.keys import epoch_key  # under the run's prefix: the settings read service_env's environment
+
+    marker, r = epoch_key(), redis.Redis.from_url(env["REDIS_URL"])
     deadline = time.monotonic() + 300
-    while not r.exists(f"{prefix}:epoch"):
+    while not r.exists(marker):
         if any(p.poll() is not None for p in started):
             raise RuntimeError(f"the worker or beat died at start-up: see {LOGS}/worker.log, beat.log")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the boards marker {prefix}:epoch never appeared: see {LOGS}/worker.log")
+            raise RuntimeError(f"the boards marker {marker} never appeared: see {LOGS}/worker.log")
         time.sleep(0.5)
     r.close()
 
@@ -662,13 +667,20 @@ def parse() -> argparse.Namespace:
 
 
 def cleanup(args, procs: Procs, made: dict, prefix: str, tmp: Path, touched: bool) -> None:
-    procs.stop_all()
+    """Every step tried, whatever the one before did."""
+    steps: list[Callable[[], object]] = [procs.stop_all]
     if touched:
-        log(f"ab: {redis_keys_drop(args.redis_url, prefix)} Redis keys under {prefix}: deleted")
-        database_drop(args.database_url, create=False)
-        log(f"ab: database {admin_url(args.database_url)[1]} dropped")
-    worktrees_remove(made)
-    subprocess.run(["rm", "-rf", str(tmp)], check=False)
+        steps += [
+            lambda: log(f"ab: {redis_keys_drop(prefix)} Redis keys under {prefix}: deleted"),
+            lambda: database_drop(args.database_url, create=False),
+            lambda: log(f"ab: database {admin_url(args.database_url)[1]} dropped"),
+        ]
+    steps += [lambda: worktrees_remove(made), lambda: subprocess.run(["rm", "-rf", str(tmp)], check=False)]
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:  # report it and go on cleaning up
+            log(f"ab: WARNING: clean-up step failed: {exc!r}")
 
 
 def main() -> None:
