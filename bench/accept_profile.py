@@ -32,10 +32,10 @@ django.setup()
 
 from _common import match, now_iso, player_id, region_of, signed_headers  # noqa: E402
 from django.test import RequestFactory  # noqa: E402
+from django.urls import resolve  # noqa: E402
 
 from anticheat.services import server_key_create  # noqa: E402
 from scoring import services  # noqa: E402
-from scoring.apis import MatchBatchSubmitApi  # noqa: E402
 from scoring.models import EventStatus, ScoreEvent  # noqa: E402
 from scoring.outbox import events_apply_by_id  # noqa: E402
 from seasons.services import game_create  # noqa: E402
@@ -62,10 +62,10 @@ def main() -> None:
     key = server_key_create(game=game)
     secret = key.secret
     services.apply_soon = lambda ids: None  # the worker side is timed below, not by a queue
-    view = MatchBatchSubmitApi.as_view()
     factory = RequestFactory()
     rng = random.Random(1)
     path = f"/api/v1/games/{game.slug}/matches/batch"
+    view = resolve(path).func  # the batch operation's Django view (scoring/apis.py)
     bodies = []
     for _ in range(args.batches):
         played = now_iso()

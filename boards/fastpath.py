@@ -53,15 +53,8 @@ from common.asgi import (
 )
 from common.operations import FAST_ANSWERS, Args, Operation, Router
 from common.redis import lua_source, on_cluster
-from seasons.catalog import (
-    Catalog,
-    catalog_cached,
-    catalog_key,
-    catalog_local,
-    catalog_parse,
-    catalog_remember,
-    catalog_version_key,
-)
+from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
+from seasons.keys import catalog_key, catalog_version_key
 
 from . import apis, selectors
 from .apis import BoardRead

@@ -12,7 +12,7 @@ import redis
 from . import redis as lb_redis
 
 # Re-exported: the recovery (scoring/recovery.py) keeps this key when it empties Redis.
-from .keys import metrics_key as metrics_key
+from .keys import metrics_key
 
 
 def count(field: str, amount: int = 1) -> None:

@@ -3,9 +3,10 @@
 Every key the service writes starts with `REDIS_KEY_PREFIX` (`lb` by default). Each app spells its
 own keys in one module, whose docstring lists them:
     boards/keys.py       boards, dense companions, display names, hidden players, dedup markers,
-                         the pause flag, live-push and histogram bookkeeping, the read buckets
+                         the pause flag, live-push bookkeeping, the read buckets
     anticheat/keys.py    rate buckets of server keys and players
-    common/metrics.py    the refusal counters read by /metrics
+    seasons/keys.py      the game catalogs and their versions
+    common/keys.py       the refusal counters read by /metrics
 Django's cache (django-redis, `{prefix}:cache:*`), the Channels layer (`{prefix}:asgi*`) and the
 Celery queue (`{prefix}:celery:scoring`, with kombu's `unacked` and bindings beside it) are
 configured in leaderboard_site/settings. The prefix belongs to one deployment (by default named

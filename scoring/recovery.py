@@ -26,8 +26,9 @@ from django.utils import timezone
 
 from boards.epoch import epoch_confirm, epoch_get
 from boards.keys import recover_lock_key, unreflected_mark_key
+from common.keys import metrics_key
 from common.locks import LockLost, lock_held
-from common.metrics import count, gauge_set, metrics_key
+from common.metrics import count, gauge_set
 from common.redis import broker_key, client, client_for, deployment_keys_drop
 from seasons.selectors import games_all
 

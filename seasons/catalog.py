@@ -22,9 +22,7 @@ from django.db import transaction
 
 from common.redis import client
 
-# Re-exported: the fast path (boards/fastpath.py) reads the catalog's keys from here.
-from .keys import catalog_key as catalog_key
-from .keys import catalog_version_key as catalog_version_key
+from .keys import catalog_key, catalog_version_key
 from .models import Game, Season, SeasonPointer
 
 
