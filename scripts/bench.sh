@@ -113,7 +113,7 @@ sleep 2  # let the worker connect to the broker
 
 # A Redis without the boards marker (flushed, or first start of this version) makes the worker rebuild
 # every game's live boards from the ledger (scoring.boards_recover): measure after it, not during it.
-marker="$(python -c 'from leaderboard_site.settings.env import key_prefix_from_env; print(key_prefix_from_env())'):epoch"
+marker="$(python -c 'import django; django.setup(); from boards.keys import epoch_key; print(epoch_key())')"
 for i in $(seq 1800); do
     [ "$(python -c 'import os, redis, sys; print(redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")).exists(sys.argv[1]))' "$marker")" = 1 ] && break
     [ "$i" -eq 1 ] && echo "bench: the boards are being rebuilt from the ledger (no $marker yet); waiting" >&2
