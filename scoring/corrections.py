@@ -21,7 +21,7 @@ from boards.kinds import KINDS
 from boards.services import player_lock
 from boards.tally import BoardScores
 from boards.writer import GamePaused, ScoreWrite, boards_for, player_scores_write
-from seasons.models import Game
+from seasons.models import Game, Season
 from seasons.selectors import seasons_by_id
 
 from .models import EventStatus, ScoreEvent
@@ -105,33 +105,56 @@ def player_boards_rewrite(
         )
         seasons = seasons_by_id(season_ids=by_season)
         for _, season_id, day, region, extra, _accepted_at in included:
-            sums, bests = boards_for(
-                game=game.slug, season_id=season_id, day=_as_date(day), region=region, extra=tuple(extra or ())
+            by_season[season_id].update(
+                _player_board_keys(
+                    game=game, season=seasons[season_id], player_id=player_id, day=day, region=region, extra=extra
+                )
             )
-            shards = seasons[season_id].board_shards
-            by_season[season_id].update(b.for_player(player_id, shards).key for b in sums + bests)
         expected: dict[str, BoardScores] = {}
         for season_id in by_season:
             expected.update(ledger_boards(game=game, player_ids=[player_id], season_id=season_id))
         now = timezone.now()
         for season_id, season_keys in by_season.items():
-            writes = []
-            for key in sorted(season_keys):
-                write = _write_for(key, expected.get(key), player_id, now)
-                last = (board_last or {}).get(key)
-                if write.score is not None and last is not None:
-                    ttl = KINDS[BoardRef.from_key(key).board].ttl_left_s(last, now)
-                    write = ScoreWrite(key=key, score=write.score, ttl_s=max(write.ttl_s, ttl or 0))
-                writes.append(write)
             changed += player_scores_write(
                 game=game,
                 season=seasons[season_id],
                 player_id=player_id,
-                writes=writes,
+                writes=_rewrites(season_keys, expected=expected, player_id=player_id, now=now, board_last=board_last),
                 included_events=[MarkedEvent(e[0], e[5]) for e in included if e[1] == season_id],
                 dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
             )
     return changed
+
+
+def _player_board_keys(
+    *, game: Game, season: Season, player_id: str, day: date | str, region: str | None, extra: list[str] | None
+) -> list[str]:
+    """The keys of the boards one result of `player_id` lands on (`boards_for`, in the player's shard)."""
+    sums, bests = boards_for(
+        game=game.slug, season_id=season.id, day=_as_date(day), region=region, extra=tuple(extra or ())
+    )
+    return [b.for_player(player_id, season.board_shards).key for b in sums + bests]
+
+
+def _rewrites(
+    season_keys: set[str],
+    *,
+    expected: dict[str, BoardScores],
+    player_id: str,
+    now: datetime,
+    board_last: dict[str, datetime] | None,
+) -> list[ScoreWrite]:
+    """The player's value on each board of one season (`_write_for`), in key order; a board this
+    recreates lives as long as its last write (`board_last`) still gives it."""
+    writes = []
+    for key in sorted(season_keys):
+        write = _write_for(key, expected.get(key), player_id, now)
+        last = (board_last or {}).get(key)
+        if write.score is not None and last is not None:
+            ttl = KINDS[BoardRef.from_key(key).board].ttl_left_s(last, now)
+            write = ScoreWrite(key=key, score=write.score, ttl_s=max(write.ttl_s, ttl or 0))
+        writes.append(write)
+    return writes
 
 
 def player_correct_retrying(*, game: Game, player_id: str, attempts: int = 50) -> int:
