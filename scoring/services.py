@@ -147,10 +147,10 @@ def matches_submit(
 ) -> list[MatchOutcome]:
     """Judge and store a list of matches (the single endpoint passes one), one answer per match.
 
-    Locks: season totals and player rows in player id order; the unique (game, match_id)
-    submission rows last, in match id order, so a concurrent copy of a match waits for the first
-    to commit, then rolls back and replays it (the whole list is answered again, up to
-    CLAIM_ATTEMPTS times). Side effects after the transaction: the apply task for accepted events
+    Locks, in this order (`_store`): player and season-region rows in player id order; the unique
+    (game, match_id) submission rows in match id order, so a concurrent copy of a match waits for
+    the first to commit, then rolls back and replays it (the whole list is answered again, up to
+    CLAIM_ATTEMPTS times); the season totals last, in player id order. Side effects after the transaction: the apply task for accepted events
     (on commit), new display names in Redis.
     """
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
