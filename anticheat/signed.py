@@ -41,7 +41,7 @@ def signed_path(request: Request) -> str:
 
 def signed_key(request: Request, game: str) -> ServerKey:
     """Verify the signature over the raw body (before anything parses it, DRF #2774), then spend
-    one token of the key's request bucket: 401/403 as in API.md, 429 with Retry-After when over."""
+    one token of the key's request bucket: 401/403 as in docs/api.md, 429 with Retry-After when over."""
     key = request_verify(
         game_slug=game,
         method=request.method or "POST",

@@ -1,4 +1,4 @@
-"""The tie rules (API.md section 3), stated once in Python: what each rule's rank counts, the
+"""The tie rules (docs/api.md), stated once in Python: what each rule's rank counts, the
 streaming ranker of the frozen standings, and the rule's window function in the freeze's SQL. The
 same arithmetic on a sorted set is lua/ranking_lib.lua; scoring/tests/test_tie_rules.py holds the
 Python, the Lua and the SQL to the same ranks, entry by entry.

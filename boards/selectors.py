@@ -217,7 +217,7 @@ class Standing:
     @property
     def percentile(self) -> float:
         """Share of ranked players with a strictly lower (worse) score, in percent, floored to 0.1:
-        exact for the top 10,000, otherwise read from the score histogram (API.md)."""
+        exact for the top 10,000, otherwise read from the score histogram (docs/api.md)."""
         if self.approximate is not None:
             return self.approximate[0]
         if self.total == 0:

@@ -1,4 +1,4 @@
-"""Every API error body is `{"detail": ..., "code": ...}` plus DRF's field errors (API.md)."""
+"""Every API error body is `{"detail": ..., "code": ...}` plus DRF's field errors (docs/api.md)."""
 
 import logging
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""Formats of the external contract (API.md): ids, regions, times."""
+"""Formats of the external contract (docs/api.md): ids, regions, times."""
 
 import re
 from datetime import UTC, datetime

@@ -1,5 +1,5 @@
 """Parameters every part of the OpenAPI document shares: path parameters with the formats of the
-contract (API.md), so the document says exactly what the service accepts."""
+contract (docs/api.md), so the document says exactly what the service accepts."""
 
 from typing import Any
 
@@ -28,7 +28,7 @@ MATCH_PARAM = OpenApiParameter(
 def closed_request_bodies(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: request bodies take no field the schema does not name
     (`additionalProperties: false`), as the service answers an unknown field with a 400 (no mass
-    assignment: API.md)."""
+    assignment: docs/api.md)."""
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object" and "properties" in component:
             component["additionalProperties"] = False

@@ -44,7 +44,7 @@ def bucket_call_run(call: tuple[str, list[str], list[Any]]) -> list[tuple[int, i
 
 
 def retry_after_s(wait_ms: int) -> int:
-    """Retry-After in whole seconds (API.md: always whole seconds, at least 1)."""
+    """Retry-After in whole seconds (docs/api.md: always whole seconds, at least 1)."""
     return max(1, -(-wait_ms // 1000))
 
 

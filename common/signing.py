@@ -1,4 +1,4 @@
-"""Request signing (API.md section 2), shared by the service's check, the demo stream, the
+"""Request signing (docs/api.md), shared by the service's check, the demo stream, the
 benchmarks and the tests. Standard library only, so a benchmark can import it without Django.
 `scripts/submit.py` keeps a copy for studios to paste; a test holds both to the contract's vector.
 """

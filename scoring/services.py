@@ -150,8 +150,8 @@ def matches_submit(
     Locks, in this order (`_store`): player and season-region rows in player id order; the unique
     (game, match_id) submission rows in match id order, so a concurrent copy of a match waits for
     the first to commit, then rolls back and replays it (the whole list is answered again, up to
-    CLAIM_ATTEMPTS times); the season totals last, in player id order. Side effects after the transaction: the apply task for accepted events
-    (on commit), new display names in Redis.
+    CLAIM_ATTEMPTS times); the season totals last, in player id order. Side effects after the
+    transaction: the apply task for accepted events (on commit), new display names in Redis.
     """
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:

@@ -93,7 +93,7 @@ class SeasonEnded:
 
 
 def season_end(*, game: Game, now: datetime, grace_s: int | None = None, start_next: bool = True) -> SeasonEnded:
-    """End the game's current season now (API.md section 1, `end_season`).
+    """End the game's current season now (docs/api.md, `end_season`).
 
     Results played before the end still count during the grace window (the season's own unless
     `grace_s` is given); once it is over the season's boards are frozen (by the caller at once

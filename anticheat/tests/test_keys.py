@@ -1,4 +1,4 @@
-"""Server keys and signatures (API.md section 2), checked where they are decided: request_verify."""
+"""Server keys and signatures (docs/api.md), checked where they are decided: request_verify."""
 
 import io
 import json

@@ -1,4 +1,4 @@
-"""Request signing against the contract's test vector (API.md section 2): the service's helper and
+"""Request signing against the contract's test vector (docs/api.md): the service's helper and
 the stdlib copy studios paste from scripts/submit.py give the same signature."""
 
 import importlib.util

@@ -80,7 +80,7 @@ DATABASES = {
                 # A request waits this long for a connection, then answers 503 (the ledger is
                 # unavailable). A web process's requests never use all of the pool at once, so a
                 # wait means a connection being opened (milliseconds) or a database that is down:
-                # the 503 comes within a second, whichever way the request went (API.md).
+                # the 503 comes within a second, whichever way the request went (docs/api.md).
                 "timeout": env_float("DATABASE_POOL_TIMEOUT_S", 0.5),
                 # A failed (re)connection is retried by the pool with a backoff that starts at 1 s
                 # and doubles; it gives up after this, and the next request that needs a connection

@@ -25,7 +25,7 @@ SINGLES_IN_CALLER_THREAD = False  # tests: True (settings/test.py)
 SCORING_ENQUEUE_LINGER_MS = env_float("SCORING_ENQUEUE_LINGER_MS", 100.0)
 # Events per Lua apply call in the worker.
 SCORING_APPLY_CHUNK = env_int("SCORING_APPLY_CHUNK", 2000)
-# TTLs of day and week boards (API.md: readable at least 8 and 14 days after the last write).
+# TTLs of day and week boards (docs/api.md: readable at least 8 and 14 days after the last write).
 BOARD_DAY_TTL_S = env_int("BOARD_DAY_TTL_S", 8 * 86400 + 3600)
 BOARD_WEEK_TTL_S = env_int("BOARD_WEEK_TTL_S", 14 * 86400 + 3600)
 BOARD_MONTH_TTL_S = env_int("BOARD_MONTH_TTL_S", 35 * 86400 + 3600)

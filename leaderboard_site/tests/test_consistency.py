@@ -1,4 +1,4 @@
-"""Reads agree with each other across web processes (API.md section 3): two real web servers on
+"""Reads agree with each other across web processes (docs/api.md): two real web servers on
 one Redis. Once any read shows a result, every later read of that board on either process shows
 it; a season switch reaches both at once, and /seasons never disagrees with the board reads."""
 

@@ -1,5 +1,5 @@
-"""No import circles between the project's modules (../shared/DESIGN.md, "Apps and the direction
-of their imports"): not inside one app, not across apps. Imports inside functions count too (grimp
+"""No import circles between the project's modules (docs/architecture.md, "The layers"): not
+inside one app, not across apps. Imports inside functions count too (grimp
 reads every import statement of a module, wherever it stands), so a circle cannot hide in a
 function body. import-linter (`make layers`) checks the direction between apps; this checks the
 modules of each app among themselves as well.

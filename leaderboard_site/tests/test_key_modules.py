@@ -1,4 +1,4 @@
-"""Every Redis key is spelled in one module per app (STYLE.md, "Redis"): outside the key modules
+"""Every Redis key is spelled in one module per app (CONTRIBUTING.md): outside the key modules
 (and common/redis.py, which defines the prefix and the Celery broker's keys), no module of the
 source tree but tests calls `key_prefix()` or builds a key from a prefix, and each key module's
 docstring lists every key format it spells. Read from the source (ast), so a key spelled in a

@@ -1,4 +1,4 @@
-"""Server key commands (API.md section 1)."""
+"""Server key commands (docs/api.md)."""
 
 import io
 import json

@@ -1,4 +1,4 @@
-"""Profiles, privacy, account deletion and friends (API.md section 4, section 3 friends)."""
+"""Profiles, privacy, account deletion and friends (docs/api.md)."""
 
 import json
 

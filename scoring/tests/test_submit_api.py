@@ -1,4 +1,4 @@
-"""Contract tests of the signed submission API (API.md section 2): every status, code and body."""
+"""Contract tests of the signed submission API (docs/api.md): every status, code and body."""
 
 import json
 import time

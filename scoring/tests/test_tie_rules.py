@@ -4,7 +4,7 @@ around, friends, and the rank of a score, on a board of one sorted set and on on
 shards) and SQL (the freeze's window functions, boards/standings.py), for each rule, on a board
 with many ties: equal points reached at different times, equal points reached in the same second
 (ordered by player id, by code point), a later 0-point result that does not move a reach time, and
-a tie group at zero. Each is also held to the rules' definitions (API.md section 3), counted here
+a tie group at zero. Each is also held to the rules' definitions (docs/api.md), counted here
 by brute force. (In scoring's tests: the freeze reads the ledger.)"""
 
 import uuid
@@ -71,7 +71,7 @@ def display_order() -> list[tuple[str, int]]:
 
 
 def by_definition(rule: str, order: list[tuple[str, int]]) -> list[int]:
-    """Each entry's rank counted from API.md's words, entry by entry (no ranking.py)."""
+    """Each entry's rank counted from the words of docs/api.md, entry by entry (no ranking.py)."""
     if rule == "competition":
         return [1 + sum(1 for _, q in order if q > p) for _, p in order]
     if rule == "dense":
@@ -99,7 +99,7 @@ def feed(games: list[Game]) -> None:
 
 
 def window(expected: list[Entry], player: str, r: int) -> list[Entry]:
-    """The 2r+1 entries around `player`, sliding at either end (API.md)."""
+    """The 2r+1 entries around `player`, sliding at either end (docs/api.md)."""
     at = [e[0] for e in expected].index(player)
     width = 2 * r + 1
     start = max(0, min(at - r, len(expected) - width))

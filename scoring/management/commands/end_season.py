@@ -27,7 +27,7 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         status = ended.status
-        if ended.season.grace_s == 0:  # API.md: with --grace-s 0, frozen before the command returns
+        if ended.season.grace_s == 0:  # docs/api.md: with --grace-s 0, frozen before the command returns
             season_freeze(season_id=ended.season.id, now=timezone.now())
             status = "frozen"
         self.stdout.write(
