@@ -5,10 +5,18 @@ collector), or plain text for a person at a terminal. Both carry the request id 
 
 import logging
 import logging.config
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
+
+from .request_ids import request_ids
+
+# The demo stream's requests send ids with this prefix (scoring/management/commands/stream_demo.py).
+DEMO_REQUEST_ID_PREFIX = "demo-"
 
 
 def json_formatter() -> logging.Formatter:
@@ -21,21 +29,47 @@ def json_formatter() -> logging.Formatter:
     )
 
 
+def process_name() -> str:
+    """Who writes the line: the name supervisord gives the process (web-0, worker, beat, demo: it
+    sets SUPERVISOR_PROCESS_NAME for each program, and the worker's pool children inherit it), else
+    the program's (manage, celery, serve)."""
+    return os.environ.get("SUPERVISOR_PROCESS_NAME") or Path(sys.argv[0]).stem or "python"
+
+
 class TextFormatter(logging.Formatter):
-    """`time LEVEL logger message`, then ` request_id=...` when the record has one."""
+    """For a person at a terminal (`make run`):
+    `13:50:32.619 INFO    web-0  scoring.reporting  write demo: 1 matches ...  request_id=9da0...`:
+    the local time, the level, the process, the logger, the message, then the request id (or the
+    ids, comma-separated) when the line belongs to requests. The event's other fields are in the
+    message already; the JSON format has them one by one."""
 
     def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        name = process_name().replace("%", "%%")
+        super().__init__(f"%(asctime)s.%(msecs)03d %(levelname)-7s {name:<6} %(name)s  %(message)s", "%H:%M:%S")
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         one = getattr(record, "request_id", None)
         several = getattr(record, "request_ids", None)
         if one:
-            return f"{text} request_id={one}"
+            return f"{text}  request_id={one}"
         if several:
-            return f"{text} request_ids={','.join(several)}"
+            return f"{text}  request_ids={','.join(several)}"
         return text
+
+
+class DemoWritesQuiet(logging.Filter):
+    """`make run` with its demo stream (settings: DEMO on): the INFO lines written for requests that
+    all come from the demo stream (ids `demo-...`) are left out; the stream logs what became of its
+    matches itself, every 10 s, instead of a line per match. Warnings and errors always pass, and
+    so does every line of anyone else's requests (scripts/submit.py, a browser). Never on in
+    production: a client could pick such an id."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        ids = request_ids()
+        return not ids or not all(one.startswith(DEMO_REQUEST_ID_PREFIX) for one in ids)
 
 
 def celery_logging_setup(loglevel: Any = None, **_: Any) -> None:

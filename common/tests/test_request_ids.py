@@ -73,9 +73,11 @@ def test_several_ids_are_a_list_and_the_text_format_names_them_too():
         document = json.loads(record_through(logs.json_formatter(), "apply task"))
         text = record_through(logs.TextFormatter(), "apply task")
     assert document["request_ids"] == ["a", "b"] and "request_id" not in document
-    assert text.rstrip().endswith("INFO test.request_ids apply task request_ids=a,b")
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d\.\d{3} INFO +\S+ +test\.request_ids  apply task  request_ids=a,b", text.rstrip()
+    )
     with request_ids_bound(["only"]):
-        assert record_through(logs.TextFormatter(), "x").rstrip().endswith(" x request_id=only")
+        assert record_through(logs.TextFormatter(), "x").rstrip().endswith(" x  request_id=only")
 
 
 def test_a_task_published_in_a_request_carries_its_ids_and_the_worker_binds_them():

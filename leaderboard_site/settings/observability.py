@@ -3,18 +3,26 @@
 import os
 from pathlib import Path
 
-from .env import env_choice, env_str
+from .env import env_bool, env_choice, env_str
 
 _ROOT = Path(__file__).resolve().parent.parent.parent
 
 # One JSON object per line (json, the default: for a log collector) or plain text (text: for a
-# person at a terminal). Both carry the request id (common/request_ids.py). Celery's worker and
-# beat log through this configuration too (common/logs.py).
+# person at a terminal; `make run` picks it when its output is a terminal and LOG_FORMAT is unset,
+# scripts/run.sh). Both carry the request id (common/request_ids.py). Celery's worker and beat log
+# through this configuration too (common/logs.py).
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
+# `make run`'s demo stream is on (scripts/run.sh exports DEMO, every process inherits it): the web's
+# line per demo match is left out, the stream summarises them (common.logs.DemoWritesQuiet). Off
+# unless set: in production a client could send an id that looks like the demo's.
+_DEMO = env_bool("DEMO", False)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "common.request_ids.RequestIdFilter"}},
+    "filters": {
+        "request_id": {"()": "common.request_ids.RequestIdFilter"},
+        "demo_writes_quiet": {"()": "common.logs.DemoWritesQuiet"},
+    },
     "formatters": {
         "json": {"()": "common.logs.json_formatter"},
         "text": {"()": "common.logs.TextFormatter"},
@@ -32,6 +40,8 @@ LOGGING = {
         # Off, as `--no-access-log` has it (configuring "uvicorn" above would turn it on again): the
         # request metrics and the write path's own lines say what an access log would.
         "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+        # The web's line per write request (scoring/reporting.py).
+        "scoring.reporting": {"filters": ["demo_writes_quiet"] if _DEMO else []},
     },
 }
 
