@@ -36,6 +36,9 @@ run: venv services migrate ## start the stack on PORT (default 8000): web, worke
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	bash scripts/run.sh
 
+urls: ## print the running make run's URLs, demo key and secret again
+	@bash scripts/run.sh urls
+
 run-cluster: venv services migrate ## make run with the boards on a local Redis Cluster (3 masters + 3 replicas, ports 7000-7005)
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	export $$(bash scripts/cluster.sh start) && bash scripts/run.sh
