@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop migrate run run-cluster test bench lint typecheck layers check schema
+.PHONY: help venv services services-stop migrate run run-cluster urls test bench lint typecheck layers check schema
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'

@@ -33,14 +33,7 @@ def apply_events(event_ids: list[int]) -> dict[str, int]:
     report = events_apply_by_id(
         event_ids=event_ids, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK
     )
-    # A routine task (every event applied, each sooner than the relay would send it again) logs at
-    # DEBUG: under a steady stream that is a line every 100 ms. Anything else (redelivered, skipped,
-    # paused for a rebuild, over capacity, late) at INFO. The request ids come with the record
-    # (common/request_ids.py's filter).
-    logger.log(
-        logging.DEBUG
-        if report.applied == len(event_ids) and report.lag_max_s < settings.SCORING_RELAY_AFTER_S
-        else logging.INFO,
+    logger.info(  # the request ids come with the record (common/request_ids.py's filter)
         "apply task: %d events, %d applied, %d skipped, %d paused, %d overflow; max lag %.3f s",
         len(event_ids),
         report.applied,

@@ -13,8 +13,9 @@ _ROOT = Path(__file__).resolve().parent.parent.parent
 # through this configuration too (common/logs.py).
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
 # `make run`'s demo stream is on (scripts/run.sh exports DEMO, every process inherits it): the web's
-# line per demo match is left out, the stream summarises them (common.logs.DemoWritesQuiet). Off
-# unless set: in production a client could send an id that looks like the demo's.
+# line per demo match and the worker's per apply task of demo results are left out, the stream
+# summarises them (common.logs.DemoWritesQuiet). Off unless set: in production a client could send
+# an id that looks like the demo's.
 _DEMO = env_bool("DEMO", False)
 LOGGING = {
     "version": 1,
@@ -40,8 +41,10 @@ LOGGING = {
         # Off, as `--no-access-log` has it (configuring "uvicorn" above would turn it on again): the
         # request metrics and the write path's own lines say what an access log would.
         "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
-        # The web's line per write request (scoring/reporting.py).
+        # The web's line per write request (scoring/reporting.py) and the worker's per apply task
+        # (scoring/tasks.py): under the demo alone, its summary instead.
         "scoring.reporting": {"filters": ["demo_writes_quiet"] if _DEMO else []},
+        "scoring.tasks": {"filters": ["demo_writes_quiet"] if _DEMO else []},
     },
 }
 

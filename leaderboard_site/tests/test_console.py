@@ -1,6 +1,6 @@
 """`make run`'s console: text lines a person can read (time, level, process, logger, message,
 request id), the demo stream's summary every 10 s instead of a line per match (the web leaves out
-its line for each demo request, the worker logs a routine apply task at DEBUG), and the banner with
+its line for each demo request, the worker its line for each apply task of demo results), and the banner with
 the URLs and the demo key printed last, once the web answers, and again by `make urls`.
 
 The last test runs scripts/run.sh on a pseudo-terminal, as a person's `make run` does."""
@@ -13,6 +13,7 @@ import pty
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -147,22 +148,41 @@ def web_log(folder: Path) -> str:
 
 
 @pytest.mark.django_db
-def test_the_worker_logs_a_routine_apply_task_at_debug_and_a_redelivered_one_at_info(caplog):
+def test_under_the_demo_the_worker_leaves_out_the_apply_lines_of_demo_results_only(caplog):
+    """The worker logs each apply task at INFO (production as it was); with DEMO on, the line of a
+    task whose results all came from the demo stream is left out, as the web's per-request line."""
+    settings_of_demo = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from leaderboard_site.settings import observability as o; print(o.LOGGING['loggers']['scoring.tasks'])",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "DEMO": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "demo_writes_quiet" in settings_of_demo.stdout
     game = make_game()
     key = make_key(game)
     submit_direct(
         game, key, match_body([{"player_id": "a", "points": 3}, {"player_id": "b", "points": 2}]), now=timezone.now()
     )
     ids = list(ScoreEvent.objects.values_list("id", flat=True))
-    with caplog.at_level(logging.DEBUG, logger="scoring.tasks"):
-        apply_events(ids)
-        apply_events(ids)  # delivered again: nothing left to apply
-    first, again = [r for r in caplog.records if r.name == "scoring.tasks"]
-    assert (first.levelno, first.getMessage().split(";")[0]) == (
-        logging.DEBUG,
-        "apply task: 2 events, 2 applied, 0 skipped, 0 paused, 0 overflow",
-    )
-    assert (again.levelno, again.getMessage().split(";")[0]) == (
+    tasks_logger = logging.getLogger("scoring.tasks")
+    quiet = logs.DemoWritesQuiet()
+    tasks_logger.addFilter(quiet)
+    try:
+        with caplog.at_level(logging.INFO, logger="scoring.tasks"):
+            with request_ids_bound(["demo-1", "demo-2"]):
+                apply_events(ids)
+            with request_ids_bound(["demo-3", "mine-1"]):
+                apply_events(ids)  # delivered again: nothing left to apply
+    finally:
+        tasks_logger.removeFilter(quiet)
+    [line] = [r for r in caplog.records if r.name == "scoring.tasks"]
+    assert (line.levelno, line.getMessage().split(";")[0]) == (
         logging.INFO,
         "apply task: 2 events, 0 applied, 0 skipped, 0 paused, 0 overflow",
     )

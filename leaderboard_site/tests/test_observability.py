@@ -241,7 +241,7 @@ def test_a_request_id_follows_a_batch_from_the_web_to_the_worker(tmp_path, monke
     port = free_port()
     env = {"LOG_LEVEL": "INFO", "LOG_FORMAT": "json", "SCORING_ENQUEUE_LINGER_MS": "10"}
     web = start_web(port, **env)
-    worker = start_worker(**{**env, "LOG_LEVEL": "DEBUG"})  # a routine apply task logs at DEBUG
+    worker = start_worker(**env)
     rid = f"trace-{uuid.uuid4().hex[:12]}"
     try:
         path = "/api/v1/games/traced/matches/batch"
@@ -282,11 +282,7 @@ def test_a_request_id_follows_a_batch_from_the_web_to_the_worker(tmp_path, monke
         applied = worker_line()
         assert applied is not None, json_lines(tmp_path, "worker")
         assert (applied["events"], applied["applied"], applied["skipped"]) == (3, 3, 0)
-        # DEBUG when routine: every event applied, sooner than the relay would send it again
-        # (SCORING_RELAY_AFTER_S, 2 s in the test processes); INFO otherwise (scoring/tasks.py).
-        routine = applied["applied"] == applied["events"] and applied["lag_max_s"] < 2
-        assert applied["level"] == ("DEBUG" if routine else "INFO"), applied
-        assert applied["logger"] == "scoring.tasks" and applied["lag_max_s"] >= 0
+        assert applied["level"] == "INFO" and applied["logger"] == "scoring.tasks" and applied["lag_max_s"] >= 0
         traced = [line for line in json_lines(tmp_path, "web") if line.get("request_id") == rid]
         [written] = traced  # one line per write request (no access log)
         assert written["message"].startswith("write traced: 3 matches")
