@@ -179,13 +179,17 @@ class Router:
         every = list(operations)
         self.operations = [op for op in every if serves(op)]
         self._allow = {op.id: allow_header(op, every) for op in self.operations}
+        # The candidates of a request: the operations of its method with as many path segments.
+        self._by_shape: dict[tuple[str, int], list[Operation]] = {}
+        for op in self.operations:
+            shape = (op.method, (API_PREFIX + op.path).count("/"))
+            self._by_shape.setdefault(shape, []).append(op)
 
     def match(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
-        for op in self.operations:
-            if op.method == method:
-                found = op.pattern.match(path)
-                if found is not None:
-                    return op, found.groupdict()
+        for op in self._by_shape.get((method, path.count("/")), ()):
+            found = op.pattern.match(path)
+            if found is not None:
+                return op, found.groupdict()
         return None
 
     def allow(self, op: Operation) -> bytes:
