@@ -173,16 +173,24 @@ def board_view(
     )
 
 
+# --------------------------------------------------------------------------- entries
+def entry(*, rank: int, player_id: str, display_name: str | None, score: int) -> Entry:
+    """A board entry as every read answers it (live, split, frozen; top, around, players): the
+    one place its fields are put together (boards/serializers.py EntrySerializer renders it)."""
+    return {"rank": rank, "player_id": player_id, "display_name": display_name, "score": score}
+
+
+def friend_entry(*, rank: int, board_rank: int, player_id: str, display_name: str | None, score: int) -> Entry:
+    """An entry of the friends read: ranked among the friends (`rank`) and on the board."""
+    found = entry(rank=rank, player_id=player_id, display_name=display_name, score=score)
+    return {"rank": rank, "board_rank": board_rank, **{k: v for k, v in found.items() if k != "rank"}}
+
+
 # --------------------------------------------------------------------------- scripts: calls and replies
 def _entries(flat: list[Any], view: BoardView) -> list[Entry]:
     """Flat script replies (member, points, rank, name, ...) as entries."""
     return [
-        {
-            "rank": int(flat[i + 2]),
-            "player_id": flat[i],
-            "display_name": flat[i + 3],
-            "score": view.shown(int(flat[i + 1])),
-        }
+        entry(rank=int(flat[i + 2]), player_id=flat[i], display_name=flat[i + 3], score=view.shown(int(flat[i + 1])))
         for i in range(0, len(flat), 4)
     ]
 
@@ -260,7 +268,7 @@ def friends_parse(view: BoardView, reply: list[Any]) -> list[Entry]:
     found = [(reply[i], int(reply[i + 1]), int(reply[i + 2]), reply[i + 3]) for i in range(0, len(reply), 4)]
     ranks = ranks_for([points for _, points, _, _ in found], view.game.tie_rule)
     return [
-        {"rank": rank, "board_rank": board_rank, "player_id": m, "display_name": name, "score": view.shown(points)}
+        friend_entry(rank=rank, board_rank=board_rank, player_id=m, display_name=name, score=view.shown(points))
         for (m, points, board_rank, name), rank in zip(found, ranks, strict=True)
     ]
 
@@ -541,7 +549,7 @@ def _names(game: Game, player_ids: list[str]) -> dict[str, str | None]:
 
 def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[Entry]:
     entries: list[Entry] = [
-        {"rank": rank, "player_id": player, "display_name": None, "score": score}
+        entry(rank=rank, player_id=player, display_name=None, score=score)
         for rank, player, score in rows.values_list("rank", "player_id", "score")
     ]
     names = _names(view.game, [e["player_id"] for e in entries])
@@ -579,7 +587,7 @@ def _frozen_friends(view: BoardView, player_id: str) -> list[Entry]:
     ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
     names = _names(view.game, [p for p, _, _ in found])
     return [
-        {"rank": rank, "board_rank": board_rank, "player_id": p, "display_name": names.get(p), "score": s}
+        friend_entry(rank=rank, board_rank=board_rank, player_id=p, display_name=names.get(p), score=s)
         for (p, s, board_rank), rank in zip(found, ranks, strict=True)
     ]
 
