@@ -16,7 +16,7 @@ from typing import Any
 from django.utils import timezone
 from rest_framework.request import Request
 
-from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, Problem
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED
 from common.openapi import GAME_PARAM, PLAYER_PARAM
 from common.operations import Args, Operation, Query
 
@@ -154,46 +154,48 @@ DISTRIBUTION = BoardRead(
 )
 
 
-def _game_detail(request: Request, args: Args) -> Any:
-    throttle_reads(request)
-    detail = selectors.game_detail(slug=args["game"], now=timezone.now())
-    if detail is None:
-        raise NOT_FOUND(f"No game {args['game']!r}.")
-    return detail
+def game_read(
+    *, id: str, route: str, tail: str, select: Callable[..., Any], answer: type[Any], description: str
+) -> Operation:
+    """A GET of a game as its catalog has it (no board): `/games/{game}<tail>`; `select(slug=, now=)`
+    answers it, None when there is no such game (404 `not_found`)."""
 
+    def call(request: Request, args: Args) -> Any:
+        throttle_reads(request)
+        found = select(slug=args["game"], now=timezone.now())
+        if found is None:
+            raise NOT_FOUND(f"No game {args['game']!r}.")
+        return found
 
-def _game_seasons(request: Request, args: Args) -> Any:
-    throttle_reads(request)
-    listing = selectors.game_seasons(slug=args["game"], now=timezone.now())
-    if listing is None:
-        raise NOT_FOUND(f"No game {args['game']!r}.")
-    return listing
+    return Operation(
+        id=id,
+        method="GET",
+        path=f"games/{{game}}{tail}",
+        route=route,
+        call=call,
+        description=description,
+        path_params=(GAME_PARAM,),
+        answer=answer,
+        errors=(NOT_FOUND, THROTTLED, BOARDS_DOWN),
+    )
 
-
-_CATALOG_ERRORS: tuple[Problem, ...] = (NOT_FOUND, THROTTLED, BOARDS_DOWN)
 
 OPERATIONS: list[Operation] = [
-    Operation(
+    game_read(
         id="game_detail",
-        method="GET",
-        path="games/{game}",
         route="game-detail",
-        call=_game_detail,
-        description="The game: its name, tie rule, board kinds, the regions of its current season and that season.",
-        path_params=(GAME_PARAM,),
+        tail="",
+        select=selectors.game_detail,
         answer=serializers.GameSerializer,
-        errors=_CATALOG_ERRORS,
+        description="The game: its name, tie rule, board kinds, the regions of its current season and that season.",
     ),
-    Operation(
+    game_read(
         id="game_seasons",
-        method="GET",
-        path="games/{game}/seasons",
         route="game-seasons",
-        call=_game_seasons,
-        description="The game's seasons, newest first, each with its status now, and the current one.",
-        path_params=(GAME_PARAM,),
+        tail="/seasons",
+        select=selectors.game_seasons,
         answer=serializers.SeasonsSerializer,
-        errors=_CATALOG_ERRORS,
+        description="The game's seasons, newest first, each with its status now, and the current one.",
     ),
     board_read(
         id="board_top",

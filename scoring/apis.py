@@ -39,7 +39,7 @@ REPLAY_HEADER = "Idempotent-Replayed"
 PARSE_ERROR = Problem(400, "parse_error", "the body is not JSON")
 SEASON_CLOSED = Problem(409, "season_closed", "`played_at` falls in no open season (nothing stored)")
 IDEMPOTENCY_CONFLICT = Problem(409, "idempotency_conflict", "this match id was sent before with another body")
-WRITE_ERRORS = (INVALID, PARSE_ERROR, *SIGNED_ERRORS, LEDGER_DOWN)
+BODY_ERRORS = (INVALID, PARSE_ERROR)  # of a request with a JSON body
 
 
 def verified_json(request: Request, game: str) -> tuple[ServerKey, Any]:
@@ -170,10 +170,17 @@ def friendship_delete(request: Request, args: Args) -> None:
 BOARD = Query("board", "The board (default `all`).", {"type": "string", "enum": list(BOARD_NAMES)})
 _PLAYER_PATH = (GAME_PARAM, PLAYER_PARAM)
 _FRIEND_PATH = (GAME_PARAM, PLAYER_PARAM, FRIEND_PARAM)
-_HEADERS = tuple(SIGNATURE_HEADERS)
+
+
+def signed(**declared: Any) -> Operation:
+    """An operation of the signed API: the signature's headers, and before its own errors those of
+    every signed request (401, 403, 429) and of a ledger that cannot be reached (503)."""
+    errors = dict.fromkeys((*SIGNED_ERRORS, LEDGER_DOWN, *declared.pop("errors", ())))
+    return Operation(headers=tuple(SIGNATURE_HEADERS), errors=tuple(errors), **declared)
+
 
 OPERATIONS: list[Operation] = [
-    Operation(
+    signed(
         id="match_results_submit_batch",
         method="POST",
         path="games/{game}/matches/batch",
@@ -185,12 +192,11 @@ OPERATIONS: list[Operation] = [
             "One bad match does not sink the others."
         ),
         path_params=(GAME_PARAM,),
-        headers=_HEADERS,
         request=serializers.BatchInSerializer,
         answer=serializers.BatchAnswerSerializer,
-        errors=(*WRITE_ERRORS, NOT_FOUND),
+        errors=(*BODY_ERRORS, NOT_FOUND),
     ),
-    Operation(
+    signed(
         id="match_results_submit",
         method="POST",
         path="games/{game}/matches/{match_id}/results",
@@ -202,7 +208,6 @@ OPERATIONS: list[Operation] = [
             "a different body 409 `idempotency_conflict`. Nothing is stored for a refused request."
         ),
         path_params=(GAME_PARAM, MATCH_PARAM),
-        headers=_HEADERS,
         request=serializers.MatchInSerializer,
         answer=serializers.MatchAnswerSerializer,
         status=202,
@@ -216,9 +221,9 @@ OPERATIONS: list[Operation] = [
                 response=[200],
             ),
         ),
-        errors=(*WRITE_ERRORS, NOT_FOUND, SEASON_CLOSED, IDEMPOTENCY_CONFLICT),
+        errors=(*BODY_ERRORS, NOT_FOUND, SEASON_CLOSED, IDEMPOTENCY_CONFLICT),
     ),
-    Operation(
+    signed(
         id="player_update",
         method="PATCH",
         path="games/{game}/players/{player_id}",
@@ -226,12 +231,11 @@ OPERATIONS: list[Operation] = [
         call=player_patch,
         description="Set `display_name` and/or `hidden`. A hidden player leaves every public answer at once.",
         path_params=_PLAYER_PATH,
-        headers=_HEADERS,
         request=serializers.PlayerPatchSerializer,
         answer=serializers.PlayerSerializer,
-        errors=(*WRITE_ERRORS, NOT_FOUND),
+        errors=(*BODY_ERRORS, NOT_FOUND),
     ),
-    Operation(
+    signed(
         id="player_delete",
         method="DELETE",
         path="games/{game}/players/{player_id}",
@@ -239,11 +243,10 @@ OPERATIONS: list[Operation] = [
         call=player_remove,
         description="Account deletion: off every live board at once, ledger rows pseudonymised, never shown again.",
         path_params=_PLAYER_PATH,
-        headers=_HEADERS,
         status=204,
-        errors=(*SIGNED_ERRORS, NOT_FOUND, LEDGER_DOWN),
+        errors=(NOT_FOUND,),
     ),
-    Operation(
+    signed(
         id="player_rank",
         method="GET",
         path="games/{game}/players/{player_id}/rank",
@@ -255,11 +258,10 @@ OPERATIONS: list[Operation] = [
         ),
         path_params=_PLAYER_PATH,
         query=(BOARD, *BOARD_QUERY),
-        headers=_HEADERS,
         answer=serializers.OwnRankSerializer,
-        errors=(*SIGNED_ERRORS, *BOARD_ERRORS, NOT_RANKED),
+        errors=(*BOARD_ERRORS, NOT_RANKED),
     ),
-    Operation(
+    signed(
         id="friendship_add",
         method="PUT",
         path="games/{game}/players/{player_id}/friends/{friend_id}",
@@ -267,11 +269,10 @@ OPERATIONS: list[Operation] = [
         call=friendship_put,
         description="A confirmed, mutual friendship (idempotent).",
         path_params=_FRIEND_PATH,
-        headers=_HEADERS,
         status=204,
-        errors=(INVALID, *SIGNED_ERRORS, LEDGER_DOWN),
+        errors=(INVALID,),
     ),
-    Operation(
+    signed(
         id="friendship_remove",
         method="DELETE",
         path="games/{game}/players/{player_id}/friends/{friend_id}",
@@ -279,8 +280,6 @@ OPERATIONS: list[Operation] = [
         call=friendship_delete,
         description="Ends a friendship (idempotent).",
         path_params=_FRIEND_PATH,
-        headers=_HEADERS,
         status=204,
-        errors=(*SIGNED_ERRORS, LEDGER_DOWN),
     ),
 ]
