@@ -21,7 +21,7 @@ from boards import keys
 from boards.models import FrozenStanding, Player
 from common.db import copy_rows
 from common.redis import client
-from scoring.models import ScoreEvent, SeasonTotal
+from scoring.models import ScoreEvent, SeasonTotal, UnappliedEvent
 from seasons.keys import catalog_key, catalog_version_key
 from seasons.models import Game, Season, SeasonPointer, SeasonPointerChange
 from seasons.periods import week_label
@@ -30,7 +30,7 @@ from seasons.services import game_create
 ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 50_000
 COLUMNS = ["game_id", "season_id", "match_id", "player_id", "points", "played_at", "accepted_at"]
-COLUMNS += ["duration_s", "day", "week", "region", "extra_boards", "status", "reason", "applied_at"]
+COLUMNS += ["duration_s", "day", "week", "region", "extra_boards", "status", "reason"]
 
 
 def log(msg: str) -> None:
@@ -48,7 +48,7 @@ def ledger_seed(*, label: str, players: int, tie_rule: str = "competition") -> t
         season_start=now - timedelta(days=2),
     )
     played = now - timedelta(hours=1)
-    tail = (600, played.date(), week_label(played), "eu", "[]", "accepted", "", now)
+    tail = (600, played.date(), week_label(played), "eu", "[]", "accepted", "")  # applied: no outbox row
     started = time.perf_counter()
     for start in range(0, players, CHUNK):
         n = min(CHUNK, players - start)
@@ -95,6 +95,7 @@ def bench_cleanup(*, game: Game) -> None:
     with transaction.atomic():
         seasons = list(game.seasons.values_list("id", flat=True))
         FrozenStanding.objects.filter(season_id__in=seasons).delete()
+        UnappliedEvent.objects.filter(event__game=game).delete()
         ScoreEvent.objects.filter(game=game).delete()
         SeasonTotal.objects.filter(season_id__in=seasons).delete()
         Player.objects.filter(game=game).delete()

@@ -50,7 +50,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
 from anticheat.models import AuditEntry, Ban  # noqa: E402
-from scoring.models import AnomalyScan, ScoreEvent, SeasonTotal  # noqa: E402
+from scoring.models import AnomalyScan, ScoreEvent, SeasonTotal, UnappliedEvent  # noqa: E402
 from seasons.models import Game  # noqa: E402
 from seasons.periods import week_label  # noqa: E402
 from seasons.services import game_create  # noqa: E402
@@ -58,7 +58,7 @@ from seasons.services import game_create  # noqa: E402
 QUEUE = "/admin/scoring/reviewitem/"
 TABLE = ScoreEvent._meta.db_table
 COLUMNS = "game_id, season_id, match_id, player_id, points, played_at, accepted_at, duration_s, day, week, "
-COLUMNS += "region, extra_boards, status, reason, applied_at"
+COLUMNS += "region, extra_boards, status, reason"
 REASONS = ("rate", "points_per_minute", "anomaly", "matches_per_hour")
 PENDING_GAMES = 12
 BLOCK = 20_000
@@ -71,7 +71,10 @@ def log(msg: str) -> None:
 def seed(*, rows: int, pending: int, games: int) -> None:
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {TABLE}, {SeasonTotal._meta.db_table}, {AuditEntry._meta.db_table} RESTART IDENTITY")
+        cursor.execute(
+            f"TRUNCATE {TABLE}, {UnappliedEvent._meta.db_table}, {SeasonTotal._meta.db_table}, "
+            f"{AuditEntry._meta.db_table} RESTART IDENTITY"
+        )
     AnomalyScan.objects.all().delete()
     Ban.objects.all().delete()
     now = datetime.now(UTC).replace(microsecond=0)
@@ -134,18 +137,18 @@ def seed(*, rows: int, pending: int, games: int) -> None:
             points = (i * 7919) % 5000 + 10
             bucket = (i * 2654435761) % 1_000_003
             if g < PENDING_GAMES and bucket < pending_share * 1_000_003 and held < pending:
-                status, reason, applied = "pending_review", REASONS[held % len(REASONS)], "\\N"
+                status, reason = "pending_review", REASONS[held % len(REASONS)]
                 points += 20_000
                 held += 1
             elif bucket % 997 == 0:
-                status, reason, applied = "rejected", "implausible", "\\N"
+                status, reason = "rejected", "implausible"
             elif bucket % 1009 == 0:
-                status, reason, applied = "revoked", "revoked", stamp
+                status, reason = "revoked", "revoked"
             else:
-                status, reason, applied = "accepted", "", stamp
+                status, reason = "accepted", ""  # applied: not in the outbox
             lines.append(
                 f"{game_id}\t{season_id}\t{match_id}\t{player}\t{points}\t{stamp}\t{stamp}\t600\t{day}\t{week}\t"
-                f"eu\t[]\t{status}\t{reason}\t{applied}\n"
+                f"eu\t[]\t{status}\t{reason}\n"
             )
             if len(lines) >= BLOCK:
                 copy.write("".join(lines))

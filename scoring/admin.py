@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef
 from django.http import HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -20,7 +21,7 @@ from boards.models import Player, SeasonRegion
 from common.admin_mixins import ReadOnlyAdminMixin
 from common.formats import REGION_RE
 
-from .models import EventStatus, ReviewItem, ScoreEvent
+from .models import EventStatus, ReviewItem, ScoreEvent, UnappliedEvent
 from .moderation import player_ban, results_approve, results_reinstate, results_revoke
 from .players import player_delete, player_region_move
 from .review import (
@@ -54,11 +55,24 @@ def can_moderate(request) -> bool:
 class ScoreEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The ledger, read-only: results are changed only through moderation actions."""
 
-    list_display = ("match_id", "player_id", "points", "status", "reason", "played_at", "accepted_at", "applied_at")
+    list_display = ("match_id", "player_id", "points", "status", "reason", "played_at", "accepted_at", "on_boards")
     list_filter = ("status", "game")
     search_fields = ("player_id", "match_id")
     date_hierarchy = "played_at"
     show_full_result_count = False
+
+    def get_queryset(self, request):
+        # Whether each row of the page waits in the outbox: a probe of its primary key per row shown.
+        return (
+            super().get_queryset(request).annotate(queued=Exists(UnappliedEvent.objects.filter(event=OuterRef("pk"))))
+        )
+
+    @admin.display(boolean=True, description="on the boards")
+    def on_boards(self, obj: ScoreEvent) -> bool | None:
+        """Accepted and applied: yes; accepted and still in the outbox: no; any other status: -."""
+        if obj.status != EventStatus.ACCEPTED:
+            return None
+        return not getattr(obj, "queued", False)
 
 
 class QueueFilter(admin.SimpleListFilter):

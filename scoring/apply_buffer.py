@@ -14,7 +14,7 @@ While the broker (Redis) is down a send fails at once (the broker's transport op
 settings/celery.py) and never fails the request that accepted the events: the events are held
 (up to HELD_MAX ids, the oldest let go first) and sent again every second, so they go within a
 second of the broker's return rather than when the relay finds them (SCORING_RELAY_AFTER_S and
-its interval later). A copy sent by both is applied once (the dedup markers, `applied_at`). The
+its interval later). A copy sent by both is applied once (the dedup markers, the outbox). The
 log says once that the broker is gone and once that it is back.
 
 Each task carries the request ids of the requests whose events it holds (bound around its send:

@@ -39,12 +39,14 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
         player_lock(game=game, player_id=player_id)
         events = list(
             ScoreEvent.objects.filter(game=game, player_id=player_id).values_list(
-                "season_id", "day", "region", "status", "applied_at", "id", "extra_boards", "accepted_at"
+                "season_id", "day", "region", "status", "unapplied", "id", "extra_boards", "accepted_at"
             )
-        )
+        )  # "unapplied": the event's outbox row (its id), None once applied
         expected = ledger_boards(game=game, player_ids=[player_id])
         seasons = seasons_by_id(season_ids={e[0] for e in events} | {b.ref.season_id for b in expected.values()})
-        included = [(e[0], MarkedEvent(e[5], e[7])) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is None]
+        included = [
+            (e[0], MarkedEvent(e[5], e[7])) for e in events if e[3] == EventStatus.ACCEPTED and e[4] is not None
+        ]
         keys: dict[int, set[str]] = {}
         for season_id, day, region, *_, extra, _accepted_at in events:
             shards = seasons[season_id].board_shards
@@ -100,7 +102,7 @@ def player_boards_rewrite(
                 season_id__in=list(by_season),
                 player_id=player_id,
                 status=EventStatus.ACCEPTED,
-                applied_at__isnull=True,
+                unapplied__isnull=False,
             ).values_list("id", "season_id", "day", "region", "extra_boards", "accepted_at")
         )
         seasons = seasons_by_id(season_ids=by_season)

@@ -1,10 +1,12 @@
 """The ledger: the truth every Redis board is rebuilt from.
 
 A `MatchSubmission` holds the first answer to a match id (idempotent replays); a `ScoreEvent` is
-one player's result in one match, stored with its status whatever it is. Accepted events carry
-`applied_at` once they are on the boards; the relay re-sends those still NULL.
+one player's result in one match, stored with its status whatever it is. An accepted event not yet
+on the boards has a row in `UnappliedEvent` (the outbox), written in the transaction that accepts it
+and deleted once the board writer has applied it; the relay re-sends those left there.
 """
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
@@ -66,14 +68,12 @@ class ScoreEvent(models.Model):
     )
     status = models.CharField(max_length=16, choices=EventStatus.choices)
     reason = models.CharField(max_length=40, blank=True, default="")
-    applied_at = models.DateTimeField(null=True, blank=True)
     reviewed_at = models.DateTimeField(
         null=True,
         blank=True,
         help_text="When a moderator decided it (approved, revoked, reinstated): never re-flagged; the review queue's "
         "resolved list.",
     )
-    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
 
     class Meta:
         constraints = [
@@ -81,11 +81,6 @@ class ScoreEvent(models.Model):
         ]
         indexes = [
             models.Index(fields=["season", "player_id"], name="event_season_player"),
-            models.Index(
-                fields=["accepted_at"],
-                name="event_unapplied",
-                condition=models.Q(status="accepted", applied_at__isnull=True),
-            ),
             # The review queue and the anomaly job's releases: few rows, so nearly free to keep.
             models.Index(
                 fields=["game", "accepted_at"], name="event_pending_review", condition=models.Q(status="pending_review")
@@ -102,6 +97,56 @@ class ScoreEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.match_id}/{self.player_id}"
+
+
+class UnappliedEvent(models.Model):
+    """The outbox: one row per accepted event that is not on the boards yet.
+
+    Written with the event, in the transaction that accepts it (or that approves or reinstates it),
+    and deleted by the worker once the board writer's Lua call has applied it (or a rebuild swapped
+    in boards that hold it); a status change away from `accepted` (revoke, ban, withholding, an
+    overflow) deletes it too. So the table holds exactly the accepted, unapplied events: the relay,
+    the lag and the metrics read this small table, and the ledger row is never updated to mark an
+    apply. (An `applied_at` UPDATE of the ledger row was as costly as the row's COPY: a new version
+    of a wide row and an entry in each of its indexes, since its partial index covered the column;
+    deleting a narrow row here writes about a tenth of the WAL: docs/performance.md, "Ingest".)
+
+    No foreign key constraint (a check per row at commit, a lock on the ledger row) and no index but
+    the primary key: the worker deletes by event id, the relay and the lag read the whole table,
+    which holds a few seconds of ingest.
+    """
+
+    event = models.OneToOneField(
+        ScoreEvent,
+        on_delete=models.DO_NOTHING,
+        primary_key=True,
+        db_constraint=False,
+        related_name="unapplied",
+    )
+    accepted_at = models.DateTimeField(help_text="The event's accepted_at (the relay's and the lag's clock).")
+    enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
+
+    def __str__(self) -> str:
+        return str(self.event_id)
+
+
+class ApplyRecord(models.Model):
+    """When events were applied: one row per apply (a worker's call, a rebuild's swap) listing the
+    events it took out of the outbox, written by the same statement as that delete.
+
+    The dedup marker check (unreflected.py) judges only events applied since the boards marker was
+    written and within the markers' lifetime, so it needs each event's apply time; a row per apply
+    holds it for a few bytes of WAL per event instead of an UPDATE of each ledger row. Rows older
+    than the markers' lifetime (SCORING_DEDUP_TTL_S) are pruned by the relay (`outbox.py`).
+    """
+
+    applied_at = models.DateTimeField(db_index=True)
+    event_ids = ArrayField(models.BigIntegerField())
+    first_id = models.BigIntegerField(help_text="The smallest of event_ids (the check reads its id range's records).")
+    last_id = models.BigIntegerField(help_text="The largest of event_ids.")
+
+    def __str__(self) -> str:
+        return f"{self.applied_at}: {len(self.event_ids)} events"
 
 
 class SeasonTotal(models.Model):

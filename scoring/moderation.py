@@ -18,6 +18,7 @@ from seasons.models import Game
 
 from .corrections import player_correct_retrying
 from .models import AnomalyScan, EventStatus, ScoreEvent, SeasonTotal
+from .outbox import outbox_add, outbox_drop
 from .players import DELETED_PREFIX
 
 Actor = User | None  # the moderator who decided; None for a command or a job
@@ -53,7 +54,7 @@ def player_ban(
                 played_at__gte=revoke_since,
                 status__in=[EventStatus.ACCEPTED, EventStatus.PENDING_REVIEW],
             )
-            list(targets.select_for_update().values_list("id", flat=True))  # lock them first
+            locked = list(targets.select_for_update().values_list("id", flat=True))  # lock them first
             lost = dict(
                 targets.filter(status=EventStatus.ACCEPTED)
                 .values("season_id")
@@ -61,6 +62,7 @@ def player_ban(
                 .values_list("season_id", "points")
             )
             revoked = targets.update(status=EventStatus.REVOKED, reason="banned")
+            outbox_drop(locked)  # those not applied yet never will be
             for season_id, points in lost.items():
                 SeasonTotal.objects.filter(season_id=season_id, player_id=player_id).update(points=F("points") - points)
     changed = player_correct_retrying(game=game, player_id=player_id) if revoked else 0
@@ -105,10 +107,9 @@ def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, a
             status=EventStatus.ACCEPTED,
             reason="",
             accepted_at=now,
-            applied_at=None,
-            enqueued_at=None,
             reviewed_at=now if actor is not None or actor_label else None,
         )
+        outbox_add(ids, accepted_at=now)  # not applied yet: the relay finds them should the enqueue fail
         if ids:
             transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
@@ -136,6 +137,7 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
         ScoreEvent.objects.filter(id__in=[e.id for e in events]).update(
             status=EventStatus.REVOKED, reason="revoked", **decided
         )
+        outbox_drop([e.id for e in counted])  # an accepted result not applied yet never will be
     # Only players who lose an accepted result need their boards corrected: a pending result was
     # never on them (the anomaly job's withholding corrects the boards itself, after its commit).
     _correct_players(counted)
@@ -161,6 +163,7 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
         ScoreEvent.objects.filter(id__in=[e.id for e in locked]).update(
             status=EventStatus.PENDING_REVIEW, reason="anomaly"
         )
+        outbox_drop([e.id for e in locked])  # an approval puts them back
     # Their dedup markers go: once approved, they must be applied again (a queued copy of the old
     # apply finds them pending in the ledger and skips them).
     slots = EventSlots()
@@ -313,8 +316,9 @@ def results_reinstate(*, event_ids: list[int], reason: str, actor: Actor = None,
         _account(events, sign=+1, action="reinstate", reason=reason, actor=actor, actor_label=actor_label)
         ids = [e.id for e in events]
         ScoreEvent.objects.filter(id__in=ids).update(
-            status=EventStatus.ACCEPTED, reason="", accepted_at=now, applied_at=None, enqueued_at=None, reviewed_at=now
+            status=EventStatus.ACCEPTED, reason="", accepted_at=now, reviewed_at=now
         )
+        outbox_add(ids, accepted_at=now)
         if ids:
             transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))

@@ -1,29 +1,39 @@
 """Accepted results on their way to the boards: the ledger's outbox.
 
-An accepted `ScoreEvent` has `applied_at` NULL until the board writer (boards/writer.py) has put
-it on every board it counts on. `events_apply_by_id` (the worker's task) reads the still-unapplied
-events, hands them to the writer, then sets `applied_at`; `unapplied_select` (the relay, on beat)
-claims those left behind by a crash or a lost task. The writer's dedup markers make a second
-apply of the same event count nothing, so both may run at any time.
+An accepted `ScoreEvent` has a row in `UnappliedEvent` until the board writer (boards/writer.py)
+has put it on every board it counts on: `outbox_add` writes it in the transaction that accepts the
+event (the submission, an approval, a reinstatement), `outbox_drop` deletes it when the event is
+applied or leaves `accepted` (a revocation, a ban, a withholding, an overflow). `events_apply_by_id`
+(the worker's task) reads the events among its ids that are still in the outbox, hands them to the
+writer, then, once its Lua call has succeeded, deletes their rows; `unapplied_select` (the relay, on
+beat) claims those left behind by a crash or a lost task. The writer's dedup markers make a second
+apply of the same event count nothing, so both may run at any time: a worker killed between the Lua
+call and the delete leaves the rows, the relay re-sends them, the script skips them for their
+markers and the next worker deletes them. Each apply's delete also records when it applied what
+(`outbox_applied`, one `ApplyRecord` row): the dedup marker check needs the time.
+
+The ledger row itself is never updated to mark an apply (docs/performance.md, "Ingest").
 """
 
 import logging
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
 
-from django.db import connection
-from django.db.models import Q
+from django.db import connection, transaction
 from django.utils import timezone
 
 from boards.writer import ApplyReport, EventRow, events_apply
 from common.observability import Histogram, observe_many
 
-from .models import EventStatus, ScoreEvent
+from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .selectors import json_list
 
 logger = logging.getLogger(__name__)
 
 _TABLE = ScoreEvent._meta.db_table
+_OUTBOX = UnappliedEvent._meta.db_table
+_RECORDS = ApplyRecord._meta.db_table
+_IDS = "string_to_array(%s, ',')::bigint[]"
 
 APPLY_LAG = Histogram(
     "leaderboard_apply_lag_seconds",
@@ -47,14 +57,57 @@ def _id_list(event_ids: list[int]) -> str:
     return ",".join(map(str, event_ids))
 
 
+def outbox_add(event_ids: list[int], *, accepted_at: datetime) -> None:
+    """Put accepted events in the outbox (in the transaction that accepts them): one INSERT of the
+    ids as one parameter. An event already there gets the new accept time and is due again."""
+    if not event_ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_OUTBOX} (event_id, accepted_at) SELECT unnest({_IDS}), %s "
+            "ON CONFLICT (event_id) DO UPDATE SET accepted_at = EXCLUDED.accepted_at, enqueued_at = NULL",
+            [_id_list(event_ids), accepted_at],
+        )
+
+
+def outbox_drop(event_ids: list[int]) -> int:
+    """Take events out of the outbox: applied (their Lua call succeeded, or a rebuild swapped in
+    boards that hold them), or no longer accepted. Returns how many were there."""
+    if not event_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {_OUTBOX} WHERE event_id = ANY({_IDS})", [_id_list(event_ids)])
+        return int(cursor.rowcount)
+
+
+def outbox_applied(event_ids: list[int]) -> int:
+    """Take applied events out of the outbox (their Lua call succeeded, or a rebuild swapped in
+    boards that hold them) and record when (`ApplyRecord`: one row for the lot, written by the same
+    statement). Only the events this delete found are recorded: one applied again (a resend after a
+    crash, skipped for its marker) keeps its first time. Returns how many it found."""
+    if not event_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {_OUTBOX} WHERE event_id = ANY({_IDS}) RETURNING event_id) "
+            f"INSERT INTO {_RECORDS} (applied_at, event_ids, first_id, last_id) "
+            "SELECT %s, array_agg(event_id ORDER BY event_id), min(event_id), max(event_id) "
+            "FROM gone HAVING count(*) > 0 RETURNING cardinality(event_ids)",
+            [_id_list(event_ids), timezone.now()],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
 def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
     # accepted_at as microseconds since the epoch: Django's timestamptz loader (a Python class over
     # psycopg's) was a tenth of the worker's CPU; an integer and one addition make the same value.
+    # The events still in the outbox, each found by its primary key in both tables.
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, season_id, player_id, points, (extract(epoch FROM accepted_at) * 1000000)::bigint, day, "
-            f"region, extra_boards::text FROM {_TABLE} WHERE id = ANY(string_to_array(%s, ',')::bigint[]) "
-            "AND status = %s AND applied_at IS NULL ORDER BY id",
+            "SELECT e.id, e.season_id, e.player_id, e.points, (extract(epoch FROM e.accepted_at) * 1000000)::bigint, "
+            f"e.day, e.region, e.extra_boards::text FROM {_OUTBOX} o JOIN {_TABLE} e ON e.id = o.event_id "
+            f"WHERE o.event_id = ANY({_IDS}) AND e.status = %s ORDER BY e.id",
             [_id_list(event_ids), EventStatus.ACCEPTED.value],
         )
         return [
@@ -73,29 +126,28 @@ def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
 
 
 def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2000) -> OutboxReport:
-    """Apply the still-unapplied accepted events among `event_ids`, then mark them applied, and
+    """Apply the events among `event_ids` still in the outbox, then take them out of it, and
     observe each one's wait since acceptance (`leaderboard_apply_lag_seconds`).
 
-    Idempotent: the ledger filter skips events already applied; the Lua dedup skips events that
-    reached Redis but whose `applied_at` was not written (a crash in between). Events the writer
-    refuses for overflowing the season's exact capacity become `rejected` (`score_overflow`).
+    Idempotent: events no longer in the outbox (applied) are not read; the Lua dedup skips events
+    that reached Redis but whose outbox row was not deleted (a crash in between). The rows go only
+    after the Lua call succeeded: "applied" is never durable before the boards hold the event.
+    Events the writer refuses for overflowing the season's exact capacity become `rejected`
+    (`score_overflow`) and leave the outbox in the same transaction. Paused events (a rebuild)
+    stay, for the relay.
     """
     rows = _unapplied_rows(event_ids)
     report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
     now = timezone.now()
-    with connection.cursor() as cursor:
-        if report.on_boards:
-            cursor.execute(
-                f"UPDATE {_TABLE} SET applied_at = %s WHERE id = ANY(string_to_array(%s, ',')::bigint[]) "
-                "AND applied_at IS NULL",
-                [now, _id_list(report.on_boards)],
-            )
-        if report.refused:
-            logger.error("events %s would pass the season's exact score capacity; rejected", report.refused)
+    outbox_applied(report.on_boards)
+    if report.refused:
+        logger.error("events %s would pass the season's exact score capacity; rejected", report.refused)
+        with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 f"UPDATE {_TABLE} SET status = %s, reason = 'score_overflow' WHERE id = ANY(%s::bigint[])",
                 [EventStatus.REJECTED.value, report.refused],
             )
+            outbox_drop(report.refused)
     on_boards = set(report.on_boards)
     lags = [(now - row.accepted_at).total_seconds() for row in rows if row.id in on_boards]
     observe_many(APPLY_LAG, lags)
@@ -103,26 +155,60 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
 
 
 def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, limit: int) -> list[int]:
-    """Accepted events still unapplied (the outbox), claimed with SKIP LOCKED and stamped."""
-    ids = list(
-        ScoreEvent.objects.select_for_update(skip_locked=True)
-        .filter(status=EventStatus.ACCEPTED, applied_at__isnull=True, accepted_at__lt=older_than)
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale_enqueue_before))
-        .order_by("accepted_at")
-        .values_list("id", flat=True)[:limit]
-    )
-    if ids:
-        ScoreEvent.objects.filter(id__in=ids).update(enqueued_at=timezone.now())
-    return ids
+    """Accepted events still unapplied (the outbox's rows, by flag: never by an id watermark, which
+    would skip rows committed out of order), the oldest first, claimed with SKIP LOCKED and
+    stamped in one statement (in the caller's transaction). Returns their ids in id order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_OUTBOX} SET enqueued_at = %s WHERE event_id IN (SELECT event_id FROM {_OUTBOX} "
+            "WHERE accepted_at < %s AND (enqueued_at IS NULL OR enqueued_at < %s) ORDER BY accepted_at LIMIT %s "
+            "FOR UPDATE SKIP LOCKED) RETURNING event_id",
+            [timezone.now(), older_than, stale_enqueue_before, limit],
+        )
+        return sorted(int(row[0]) for row in cursor.fetchall())
 
 
 def unapplied_count(*, limit: int = 1_000_000) -> int:
-    """Accepted events not yet on the boards (the outbox's depth; the partial index event_unapplied
-    answers it), counted up to `limit`: a scrape stays cheap however deep the backlog."""
+    """Accepted events not yet on the boards (the outbox's depth), counted up to `limit`: a scrape
+    stays cheap however deep the backlog."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {_TABLE} WHERE status = %s AND applied_at IS NULL LIMIT %s) AS b",
-            [EventStatus.ACCEPTED.value, limit],
-        )
+        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {_OUTBOX} LIMIT %s) AS b", [limit])
         row = cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+def apply_records_prune(*, before: datetime) -> int:
+    """Delete the apply records older than `before` (the markers' lifetime: the check judges no
+    older apply). A range of their time's index."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {_RECORDS} WHERE applied_at < %s", [before])
+        return int(cursor.rowcount)
+
+
+VACUUM_DEAD_MIN = 100_000  # dead outbox rows (deleted: applied) before the relay vacuums the table itself
+
+
+def outbox_vacuum(*, dead_min: int = VACUUM_DEAD_MIN) -> list[str]:
+    """VACUUM the outbox (and the apply records) when their deleted rows pile up; returns the tables
+    vacuumed. Every accepted event leaves a dead row in the outbox once applied; autovacuum reclaims
+    them in a deployment that runs it (a table this small and busy is vacuumed within its naptime),
+    and this does it where nobody does (a database with autovacuum off, as on the benchmark
+    machine): otherwise the relay's and the lag's scans of the table would read every row ever
+    deleted. A few milliseconds for 100,000 dead rows; it takes no lock that the inserts, deletes
+    or the relay wait for, and skips the truncation (which would). Not inside a transaction (VACUUM
+    cannot run there)."""
+    if connection.in_atomic_block:
+        return []
+    vacuumed = []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, n_dead_tup, n_live_tup FROM pg_stat_user_tables WHERE relname IN (%s, %s)",
+            [_OUTBOX, _RECORDS],
+        )
+        for table, dead, live in cursor.fetchall():
+            threshold = max(dead_min if table == _OUTBOX else 1000, 4 * int(live))
+            if int(dead) >= threshold:
+                cursor.execute(f"VACUUM (TRUNCATE false) {table}")
+                vacuumed.append(table)
+                logger.info("relay: vacuumed %s (%d dead rows)", table, int(dead))
+    return vacuumed

@@ -6,8 +6,8 @@ under `<key>:rebuild` (`boards.staging.BoardStager`, pipelined ZADDs): memory st
 many players the season has. Phase 2 (the game's apply is paused, a few hundred ms): in one
 snapshot of the ledger, recompute the players who had results since phase 1 began, then rename
 the new keys over the live ones and, in the same MULTI, set the dedup markers of every accepted
-but unapplied event (the new boards hold it), then its `applied_at`. Events that arrive during
-phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
+but unapplied event (the new boards hold it), then take it out of the outbox. Events that arrive
+during phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
 afterwards: none is lost and none counts twice.
 
 One rebuild of a game runs at a time (`lb:rebuild-lock:{game}`, waited for): two would write the
@@ -22,7 +22,7 @@ A rebuild of some kinds only (`kinds=["all"]`) leaves the other kinds' live boar
 cannot mark unapplied results as applied: they still have to reach those other boards. Instead
 its boards leave out every result whose dedup marker is not set yet (the worker has not applied
 it: it will, to every board, after the swap) and keep those whose marker is set (applied to the
-live boards, the `applied_at` write pending).
+live boards, the outbox row's delete pending).
 """
 
 import logging
@@ -57,7 +57,7 @@ from common.locks import HeldLock, LockLost, lock_held
 from seasons.models import Game
 from seasons.selectors import seasons_of
 
-from .models import EventStatus, ScoreEvent
+from .outbox import outbox_applied
 from .selectors import (
     ledger_boards,
     ledger_entries,
@@ -278,8 +278,8 @@ def _boards_swap_in(
     *, game: Game, scope: _Scope, staged: dict[str, StagedBoard], moved: _Moved, report: RebuildReport
 ) -> None:
     """The staged copies renamed over the live boards in one MULTI (`boards_swap`), which also sets
-    the dedup markers of the unapplied events the new boards hold (a full rebuild only); then their
-    applied flag. A partial rebuild marks nothing: those events are left to the worker."""
+    the dedup markers of the unapplied events the new boards hold (a full rebuild only); then they
+    leave the outbox. A partial rebuild marks nothing: those events are left to the worker."""
     applied = (
         []
         if scope.partial
@@ -306,10 +306,7 @@ def _boards_swap_in(
 
 def _flag_applied(event_ids: list[int]) -> int:
     """The swapped-in boards hold these events and their dedup markers are set (in the swap's
-    MULTI): set their applied flag. Should this fail (PostgreSQL gone), the worker finds them
-    unapplied, its script skips them for their markers, and it sets the flag."""
-    if not event_ids:
-        return 0
-    return ScoreEvent.objects.filter(id__in=event_ids, status=EventStatus.ACCEPTED, applied_at__isnull=True).update(
-        applied_at=timezone.now()
-    )
+    MULTI): take them out of the outbox (recorded as applied now). Should this fail (PostgreSQL
+    gone), the worker finds them there, its script skips them for their markers, and it takes them
+    out."""
+    return outbox_applied(event_ids)

@@ -402,10 +402,11 @@ class _Fingerprint:
 
 def _fingerprints(*, game: Game, seasons: Sequence[Season], players: list[str]) -> dict[str, _Fingerprint]:
     results: dict[str, set[tuple[int, str, bool]]] = defaultdict(set)
-    for player, event_id, status, applied_at in ScoreEvent.objects.filter(
+    # "unapplied": the event's outbox row (its id), None once applied.
+    for player, event_id, status, outbox_row in ScoreEvent.objects.filter(
         season_id__in=[s.id for s in seasons], player_id__in=players
-    ).values_list("player_id", "id", "status", "applied_at"):
-        results[player].add((event_id, status, applied_at is None))
+    ).values_list("player_id", "id", "status", "unapplied"):
+        results[player].add((event_id, status, outbox_row is not None))
     hidden = {
         player
         for player, is_hidden, deleted_at in Player.objects.filter(game=game, player_id__in=players).values_list(

@@ -35,7 +35,7 @@ from common.redis import boards_client
 from seasons.models import Game, Season
 from seasons.selectors import season_shards, seasons_of
 
-from .models import EventStatus, ScoreEvent
+from .models import EventStatus, ScoreEvent, UnappliedEvent
 
 _TABLE = ScoreEvent._meta.db_table
 _SEASONS = Season._meta.db_table
@@ -371,8 +371,8 @@ def unapplied_ids(*, game: Game) -> list[int]:
 
 def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str, datetime, int]]:
     """(event id, player id, accepted_at, season id) of the game's accepted results not yet marked
-    applied (of those seasons only, with `season_ids`)."""
-    events = ScoreEvent.objects.filter(game=game, status=EventStatus.ACCEPTED, applied_at__isnull=True)
+    applied, i.e. still in the outbox (of those seasons only, with `season_ids`)."""
+    events = ScoreEvent.objects.filter(game=game, status=EventStatus.ACCEPTED, unapplied__isnull=False)
     if season_ids is not None:
         events = events.filter(season_id__in=list(season_ids))
     return list(events.values_list("id", "player_id", "accepted_at", "season_id"))
@@ -431,8 +431,7 @@ def player_own_rank(*, view: BoardView, player_id: str) -> OwnRank | None:
 
 
 def queue_lag_s(*, now: datetime) -> float:
-    """Age in seconds of the oldest accepted result not yet on the boards (0 when none)."""
-    oldest = ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).aggregate(
-        oldest=Min("accepted_at")
-    )["oldest"]
+    """Age in seconds of the oldest accepted result not yet on the boards (0 when none): the oldest
+    accept time in the outbox (a scan of that small table)."""
+    oldest = UnappliedEvent.objects.aggregate(oldest=Min("accepted_at"))["oldest"]
     return max(0.0, (now - oldest).total_seconds()) if oldest else 0.0

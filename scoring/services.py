@@ -39,6 +39,7 @@ from seasons.selectors import season_containing, seasons_of
 
 from .apply_buffer import ApplyBuffer
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
+from .outbox import outbox_add, outbox_drop
 from .validation import Errors, MatchIn
 
 logger = logging.getLogger(__name__)
@@ -385,7 +386,9 @@ def _events_and_answers(
 
 def _events_insert(rows: list[EventInsert]) -> list[int]:
     """Step 3, once the match ids are claimed: the events, by COPY with ids from their own sequence
-    (nothing can conflict: the match ids are this transaction's). Returns their ids, in row order."""
+    (nothing can conflict: the match ids are this transaction's), and the accepted ones into the
+    outbox (one INSERT), where they stay until the worker has applied them. Returns their ids, in
+    row order."""
     event_ids = ids_take(ScoreEvent._meta.db_table, len(rows))
     copy_rows(
         ScoreEvent._meta.db_table,
@@ -393,6 +396,11 @@ def _events_insert(rows: list[EventInsert]) -> list[int]:
         ([event_id, *row] for event_id, row in zip(event_ids, rows, strict=True)),
         binary=True,
     )
+    if rows:  # one accept time for the whole batch (`now`)
+        accepted = [
+            event_id for event_id, row in zip(event_ids, rows, strict=True) if row.status == EventStatus.ACCEPTED
+        ]
+        outbox_add(accepted, accepted_at=rows[0].accepted_at)
     return event_ids
 
 
@@ -581,8 +589,10 @@ def _season_totals_add(pending: list[_Pending], event_ids: list[int]) -> set[int
 def _mark_overflow(
     *, game: Game, pending: list[_Pending], overflowed: set[int], outcomes: list[MatchOutcome | None]
 ) -> None:
-    """The rare path: events past the capacity become `rejected` before the answer is sent."""
+    """The rare path: events past the capacity become `rejected` (and leave the outbox) before the
+    answer is sent."""
     ScoreEvent.objects.filter(id__in=overflowed).update(status=EventStatus.REJECTED, reason="score_overflow")
+    outbox_drop(sorted(overflowed))
     for p in pending:
         if not any(v.reason == "score_overflow" for v in p.verdicts):
             continue

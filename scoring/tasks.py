@@ -14,7 +14,7 @@ from seasons.selectors import games_all
 
 from .freezing import seasons_freeze_due
 from .moderation import anomalies_review
-from .outbox import events_apply_by_id, unapplied_select
+from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_select
 from .reconcile import boards_reconcile as reconcile
 from .recovery import boards_recover_if_lost
 from .unreflected import unreflected_check
@@ -63,10 +63,14 @@ def relay_unapplied() -> int:
     """The outbox sweep: re-enqueue accepted events still unapplied after SCORING_RELAY_AFTER_S.
 
     Each event is re-sent at most every 30 s, and not at all while the queue holds a backlog
-    (those events are on their way), so a slow worker is not buried under duplicates.
+    (those events are on their way), so a slow worker is not buried under duplicates. The outbox
+    is vacuumed here when its applied (deleted) rows pile up and nothing else vacuumed it, and the
+    apply records older than the dedup markers' lifetime are deleted.
     """
     from .services import enqueue_apply
 
+    apply_records_prune(before=timezone.now() - timedelta(seconds=settings.SCORING_DEDUP_TTL_S))
+    outbox_vacuum()
     backlog = queue_backlog()
     if backlog is None:
         logger.warning("relay: the broker is unavailable; the outbox is sent again once it is back")

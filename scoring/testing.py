@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.db.models import QuerySet
 from django.test import Client
 from django.utils import timezone
 
@@ -19,7 +20,7 @@ from common.signing import signed_headers
 from seasons.models import Game
 from seasons.testing import make_game as make_season_game
 
-from .models import EventStatus, ScoreEvent
+from .models import EventStatus, ScoreEvent, UnappliedEvent
 from .outbox import events_apply_by_id
 from .services import MatchOutcome, matches_submit
 from .validation import validate_match
@@ -87,11 +88,35 @@ def submit_direct(
     return outcome
 
 
+def unapplied() -> QuerySet[ScoreEvent]:
+    """The accepted events not on the boards yet: those in the outbox."""
+    return ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, unapplied__isnull=False)
+
+
+def applied(events: QuerySet[ScoreEvent]) -> QuerySet[ScoreEvent]:
+    """Those of `events` that are accepted and applied (no longer in the outbox)."""
+    return events.filter(status=EventStatus.ACCEPTED, unapplied__isnull=True)
+
+
+def outbox_restore(events: Iterable[ScoreEvent]) -> int:
+    """Put events back in the outbox with their own accept times, as if the worker had died between
+    its Lua call and the delete of their rows (their dedup markers stay). Returns how many."""
+    rows = [UnappliedEvent(event_id=e.id, accepted_at=e.accepted_at) for e in events]
+    UnappliedEvent.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["event"], update_fields=["accepted_at", "enqueued_at"]
+    )
+    return len(rows)
+
+
+def outbox_clear(events: Iterable[ScoreEvent]) -> int:
+    """Take events out of the outbox without applying them: the ledger says applied, whatever
+    Redis holds (a failover that lost the apply)."""
+    return UnappliedEvent.objects.filter(event_id__in=[e.id for e in events]).delete()[0]
+
+
 def drain() -> int:
     """Apply every accepted, unapplied event in-process, as the worker would."""
-    ids = list(
-        ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).values_list("id", flat=True)
-    )
+    ids = list(unapplied().values_list("id", flat=True))
     if ids:
         events_apply_by_id(event_ids=ids, dedup_ttl_s=3600)
     return len(ids)

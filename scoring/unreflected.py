@@ -13,7 +13,8 @@ events accepted since the last check (a watermark on the ledger's id, `lb:unrefl
 most CHECK_MAX a run (the newest, when more came: the rest is reported unchecked), and compares
 their markers (HMGET per hash of 128). Only events the check can judge count:
 - applied after the boards marker was written (a recovery rebuilds boards without re-marking the
-  events that were already applied) and within the markers' lifetime (SCORING_DEDUP_TTL_S);
+  events that were already applied) and within the markers' lifetime (SCORING_DEDUP_TTL_S): the
+  apply records (`ApplyRecord`, one row per apply) say when;
 - accepted more than SETTLE_S ago (applies in flight have settled), of a season not frozen.
 The players of the events found are rewritten from the ledger (`player_correct`), or their game
 is rebuilt when there are more than REBUILD_ABOVE of them. A metric
@@ -40,7 +41,7 @@ from seasons.models import Game
 from seasons.selectors import frozen_season_ids, games_by_id
 
 from .corrections import player_correct
-from .models import EventStatus, ScoreEvent
+from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .rebuild import RebuildBusy, boards_rebuild
 
 logger = logging.getLogger(__name__)
@@ -141,13 +142,17 @@ def _missing_per_game(missing: list[Row], *, repair: bool, report: UnreflectedRe
 
 
 def _events(*, after: int, upto: int, applied_since: datetime) -> list[Row]:
-    """Accepted and applied events with `after` < id <= `upto`, applied since `applied_since`: a
-    range of the primary key (the plan cannot turn into a scan of the ledger)."""
+    """Accepted and applied events with `after` < id <= `upto`, applied since `applied_since`: the
+    ids of the apply records since then (a range of their time's index) within that range of the
+    ledger's primary key, each row found by its key; those back in the outbox (approved or
+    reinstated again, not applied since) left out."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, game_id, player_id, season_id, accepted_at FROM {ScoreEvent._meta.db_table} "
-            "WHERE id > %s AND id <= %s AND status = %s AND applied_at >= %s ORDER BY id",
-            [after, upto, EventStatus.ACCEPTED.value, applied_since],
+            f"SELECT e.id, e.game_id, e.player_id, e.season_id, e.accepted_at FROM {ScoreEvent._meta.db_table} e "
+            f"WHERE e.id IN (SELECT unnest(r.event_ids) FROM {ApplyRecord._meta.db_table} r WHERE r.applied_at >= %s) "
+            "AND e.id > %s AND e.id <= %s AND e.status = %s "
+            f"AND NOT EXISTS (SELECT 1 FROM {UnappliedEvent._meta.db_table} o WHERE o.event_id = e.id) ORDER BY e.id",
+            [applied_since, after, upto, EventStatus.ACCEPTED.value],
         )
         return [(int(r[0]), int(r[1]), str(r[2]), int(r[3]), r[4]) for r in cursor.fetchall()]
 

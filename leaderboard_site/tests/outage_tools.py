@@ -29,7 +29,7 @@ from django.db import connection
 
 from common.signing import signed_headers
 from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
-from scoring.models import EventStatus, ScoreEvent
+from scoring.models import EventStatus, ScoreEvent, UnappliedEvent
 
 PG_BIN = Path(os.environ.get("TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 # The client programs an operator runs (docs/operations.md: pg_dump, dropdb, createdb, pg_restore).
@@ -445,8 +445,8 @@ def events_applied(url: str, events: int) -> bool:
     """The ledger at `url` holds `events` accepted results, every one applied."""
     [(stored, unapplied)] = ledger_query(
         url,
-        f"SELECT count(*), count(*) FILTER (WHERE applied_at IS NULL) FROM {ScoreEvent._meta.db_table} "
-        "WHERE status = %s",
+        f"SELECT count(*), count(o.event_id) FROM {ScoreEvent._meta.db_table} e "
+        f"LEFT JOIN {UnappliedEvent._meta.db_table} o ON o.event_id = e.id WHERE e.status = %s",
         [EventStatus.ACCEPTED.value],
     )
     return bool(stored == events and unapplied == 0)

@@ -28,7 +28,7 @@ from boards.testing import record
 from common.signing import signed_headers
 from common.testing import asgi_request, free_port, start_web, start_worker, stop
 from scoring import fastpath as single_fastpath
-from scoring.models import EventStatus, ScoreEvent
+from scoring.models import EventStatus, ScoreEvent, UnappliedEvent
 from scoring.testing import drain, make_game, make_key, match_body, result_path, signed_post
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
@@ -264,9 +264,9 @@ def test_a_request_id_follows_a_batch_from_the_web_to_the_worker(tmp_path, monke
             assert response.status == 200
             assert response.headers["X-Request-ID"] == rid
         deadline = time.monotonic() + 30
-        while ScoreEvent.objects.filter(applied_at__isnull=True).exists() and time.monotonic() < deadline:
+        while UnappliedEvent.objects.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not ScoreEvent.objects.filter(applied_at__isnull=True).exists()
+        assert not UnappliedEvent.objects.exists()
 
         def worker_line() -> dict | None:
             for line in json_lines(tmp_path, "worker"):
@@ -277,7 +277,7 @@ def test_a_request_id_follows_a_batch_from_the_web_to_the_worker(tmp_path, monke
             return None
 
         deadline = time.monotonic() + 10
-        while worker_line() is None and time.monotonic() < deadline:  # written just after applied_at
+        while worker_line() is None and time.monotonic() < deadline:  # written just after the outbox delete
             time.sleep(0.1)
         applied = worker_line()
         assert applied is not None, json_lines(tmp_path, "worker")

@@ -28,9 +28,10 @@ from common.redis import broker_key
 from common.redis import client as redis_client
 from common.testing import free_port, start_beat, start_web, start_worker, stop
 from leaderboard_site.celery import app as celery_app
-from scoring.models import EventStatus, MatchSubmission, ScoreEvent
+from scoring.models import MatchSubmission, ScoreEvent, UnappliedEvent
 from scoring.selectors import boards_diff
 from scoring.testing import make_game, make_key
+from scoring.testing import unapplied as outbox_unapplied
 
 from .outage_tools import Answer, Load, PrivatePostgres, PrivateRedis, get_json, manage, percentile, wait_until
 
@@ -43,7 +44,7 @@ RECOVERY_S = 10.0  # after Redis returns: every accepted result on its boards, r
 
 
 def unapplied(before=None) -> int:
-    events = ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True)
+    events = outbox_unapplied()
     if before is not None:
         events = events.filter(accepted_at__lt=before)
     return events.count()
@@ -230,10 +231,7 @@ def test_postgresql_restarted_under_load():
         ledger = psycopg.connect(pg.url, autocommit=True)
 
         def unapplied_pg() -> int:
-            row = ledger.execute(
-                f"SELECT count(*) FROM {ScoreEvent._meta.db_table} WHERE status = %s AND applied_at IS NULL",
-                [EventStatus.ACCEPTED],
-            ).fetchone()
+            row = ledger.execute(f"SELECT count(*) FROM {UnappliedEvent._meta.db_table}").fetchone()
             return int(row[0])
 
         with Load(port=port, game=slug, key_id=key["key_id"], secret=key["secret"]) as load:

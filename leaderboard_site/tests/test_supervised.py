@@ -28,8 +28,8 @@ from common.redis import broker_key
 from common.redis import client as redis_client
 from common.signing import signed_headers
 from common.testing import ROOT, free_port, process_env
-from scoring.models import ScoreEvent
-from scoring.testing import make_game, make_key, match_body
+from scoring.models import ScoreEvent, UnappliedEvent
+from scoring.testing import make_game, make_key, match_body, outbox_restore
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -178,7 +178,7 @@ def sigkill(pid: int) -> float:
 def mark_unapplied(event: ScoreEvent) -> None:
     """As if its apply task were lost: only a task that beat sends (the outbox relay, or the recovery
     of boards that Redis lost) applies it again; no request or apply task of another event does."""
-    ScoreEvent.objects.filter(pk=event.pk).update(applied_at=None, enqueued_at=None)
+    outbox_restore([event])
 
 
 def broker_idle(since: float) -> bool:
@@ -196,8 +196,7 @@ def broker_idle(since: float) -> bool:
 
 
 def applied_again(event: ScoreEvent) -> bool:
-    event.refresh_from_db()
-    return event.applied_at is not None
+    return not UnappliedEvent.objects.filter(event_id=event.pk).exists()
 
 
 def test_each_killed_process_is_back_within_5_s_while_the_others_serve(tmp_path):

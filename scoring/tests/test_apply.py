@@ -1,5 +1,5 @@
 """Ledger to boards: the Lua writer fed from the ledger against real Redis, at most once,
-order-independent, equal to the ledger; the outbox's applied flag; rebuilds."""
+order-independent, equal to the ledger; the outbox; rebuilds."""
 
 import random
 import uuid
@@ -15,7 +15,17 @@ from scoring.models import ScoreEvent, SeasonTotal
 from scoring.outbox import events_apply_by_id
 from scoring.rebuild import boards_rebuild
 from scoring.selectors import boards_diff
-from scoring.testing import drain, event_rows, make_game, make_key, match_body, submit_direct
+from scoring.testing import (
+    drain,
+    event_rows,
+    make_game,
+    make_key,
+    match_body,
+    outbox_clear,
+    outbox_restore,
+    submit_direct,
+    unapplied,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +93,7 @@ def test_a_marker_another_event_left_under_the_same_id_does_not_skip_this_one():
     assert redis_client().hget(dkey, field) == keys.dedup_tag(event.id, event.accepted_at)
     ref = keys.BoardRef("arena", game.seasons.get().id, "all")
     assert redis_client().zscore(ref.key, "a") is not None
-    ScoreEvent.objects.update(applied_at=None)
+    outbox_restore(ScoreEvent.objects.all())
     assert events_apply_by_id(event_ids=[event.id], dedup_ttl_s=600).skipped == 1
     assert boards_diff(game=game, now=timezone.now()) == {}
 
@@ -97,16 +107,16 @@ def test_dedup_tags_differ_by_event_and_fit_a_listpack_integer():
     assert keys.dedup_tag(7, now) != keys.dedup_tag(8, now)
 
 
-def test_a_crash_between_lua_and_the_applied_flag_does_not_count_twice():
+def test_a_crash_between_lua_and_the_outbox_delete_does_not_count_twice():
     game = make_game()
     key = make_key(game)
     submit_direct(game, key, match_body([{"player_id": "a", "points": 5}]), now=timezone.now())
     ids = list(ScoreEvent.objects.values_list("id", flat=True))
     events_apply_by_id(event_ids=ids, dedup_ttl_s=600)
-    ScoreEvent.objects.update(applied_at=None)  # as if the worker died before writing the flag
+    outbox_restore(ScoreEvent.objects.all())  # as if the worker died before deleting the outbox rows
     report = events_apply_by_id(event_ids=ids, dedup_ttl_s=600)
     assert (report.applied, report.skipped) == (0, 1)
-    assert ScoreEvent.objects.filter(applied_at__isnull=True).count() == 0
+    assert unapplied().count() == 0
     ref = keys.BoardRef("arena", game.seasons.get().id, "all")
     assert redis_client().zcard(ref.key) == 1
     assert boards_diff(game=game, now=timezone.now()) == {}
@@ -133,7 +143,7 @@ def test_a_paused_game_applies_nothing_until_resumed():
     client.set(keys.pause_key("arena"), "1")
     ids = list(ScoreEvent.objects.values_list("id", flat=True))
     assert events_apply_by_id(event_ids=ids, dedup_ttl_s=600).paused == 1
-    assert ScoreEvent.objects.filter(applied_at__isnull=True).count() == 1
+    assert unapplied().count() == 1
     client.delete(keys.pause_key("arena"))
     assert events_apply_by_id(event_ids=ids, dedup_ttl_s=600).applied == 1
 
@@ -196,7 +206,7 @@ def test_rebuild_takes_in_unapplied_events_and_they_are_not_counted_again():
     report = boards_rebuild(game=game)
     assert report.marked_applied == 1
     ids = list(ScoreEvent.objects.values_list("id", flat=True))
-    ScoreEvent.objects.update(applied_at=None)  # a queued task for them arrives after the swap
+    outbox_restore(ScoreEvent.objects.all())  # a queued task for them arrives after the swap
     events_apply_by_id(event_ids=ids, dedup_ttl_s=600)
     assert boards_diff(game=game, now=timezone.now()) == {}
 
@@ -209,7 +219,7 @@ def test_a_rebuild_gives_the_boards_new_versions_so_no_cached_answer_outlives_it
     assert [e["player_id"] for e in client.get("/api/v1/games/arena/boards/all/top").json()["entries"]] == ["a"]
     # A result the ledger holds as applied but Redis lost (a failover): the boards drifted.
     submit_direct(game, key, match_body([{"player_id": "b", "points": 9}]), now=timezone.now())
-    ScoreEvent.objects.filter(player_id="b").update(applied_at=timezone.now())
+    outbox_clear(ScoreEvent.objects.filter(player_id="b"))
     assert [e["player_id"] for e in client.get("/api/v1/games/arena/boards/all/top").json()["entries"]] == ["a"]
     boards_rebuild(game=game)
     top = client.get("/api/v1/games/arena/boards/all/top").json()["entries"]

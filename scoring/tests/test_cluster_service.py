@@ -27,7 +27,7 @@ from scoring.players import player_update
 from scoring.rebuild import boards_rebuild
 from scoring.reconcile import boards_reconcile
 from scoring.selectors import boards_diff
-from scoring.testing import drain, make_game, make_key, match_body, submit_direct
+from scoring.testing import drain, make_game, make_key, match_body, submit_direct, unapplied
 from scoring.tests.test_sharded_boards import feed, reads
 from scoring.unreflected import unreflected_check
 from seasons.models import Game, Season
@@ -216,7 +216,7 @@ def test_a_master_killed_under_load_fails_over_and_nothing_accepted_is_lost(redi
     assert apply_errors and Counter(statuses)[503], (apply_errors, Counter(statuses))  # the kill was felt
     assert set(statuses[after:]) == {200}, statuses
     assert set(statuses) <= {200, 503}, statuses
-    assert not ScoreEvent.objects.filter(applied_at__isnull=True).exists()
+    assert not unapplied().exists()
     assert boards_diff(game=game, now=timezone.now()) == {}
     assert ScoreEvent.objects.count() == 6 * round_
     ready = client.get("/health/ready")  # ready again, the dead node named
@@ -319,7 +319,7 @@ def test_slots_moved_under_load_lose_no_score(redis_cluster_factory, settings, c
     drain()
     assert round_ > 10  # the load ran while the slots moved
     assert redis.get_node_from_key(ref.shards(3)[0].key).port == target
-    assert not ScoreEvent.objects.filter(applied_at__isnull=True).exists()
+    assert not unapplied().exists()
     assert ScoreEvent.objects.count() == 6 * round_
     assert boards_diff(game=game, now=timezone.now()) == {}
     assert set(statuses[-5:]) == {200}

@@ -27,7 +27,7 @@ from scoring.models import ScoreEvent
 from scoring.outbox import events_apply_by_id
 from scoring.rebuild import boards_rebuild
 from scoring.selectors import boards_diff, ledger_boards, ledger_entries
-from scoring.testing import drain, make_game, make_key, match_body, submit_direct
+from scoring.testing import drain, make_game, make_key, match_body, outbox_restore, submit_direct, unapplied
 from seasons.models import Game
 
 pytestmark = pytest.mark.django_db
@@ -124,13 +124,13 @@ def test_a_rebuild_of_one_kind_leaves_the_other_kinds_and_the_queue_alone():
     stale_best = BoardRef(game.slug, season.id, "best", "nowhere").key
     redis.zadd(stale_all, {"ghost": 1})
     redis.zadd(stale_best, {"ghost": 1})
-    # A result still queued (no dedup marker) and one applied whose applied_at write was lost.
+    # A result still queued (no dedup marker) and one applied whose outbox delete was lost.
     key = make_key(game)
     submit_direct(game, key, match_body([{"player_id": "queued", "points": 7}]), now=timezone.now())
     submit_direct(game, key, match_body([{"player_id": "landed", "points": 9}]), now=timezone.now())
     landed = ScoreEvent.objects.get(player_id="landed")
     events_apply_by_id(event_ids=[landed.id], dedup_ttl_s=600)
-    ScoreEvent.objects.filter(id=landed.id).update(applied_at=None)
+    outbox_restore([landed])
 
     out = io.StringIO()
     call_command("rebuild_boards", game.slug, "--board", "all", "--quiet", stdout=out)
@@ -141,7 +141,7 @@ def test_a_rebuild_of_one_kind_leaves_the_other_kinds_and_the_queue_alone():
     assert not redis.exists(stale_all) and redis.exists(stale_best)
     assert redis.zscore(all_key, "queued") is None  # the worker brings it to every board
     assert redis.zscore(all_key, "landed") is not None  # on the live boards already: kept
-    assert ScoreEvent.objects.filter(applied_at__isnull=True).count() == 2
+    assert unapplied().count() == 2
 
     drain()
     assert boards_diff(game=game, now=timezone.now()) == {

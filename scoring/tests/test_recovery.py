@@ -21,13 +21,12 @@ from common.metrics import counters
 from common.redis import client as redis_client
 from common.testing import run_together, start_beat, start_worker, stop
 from scoring import rebuild
-from scoring.models import ScoreEvent
 from scoring.players import player_update
 from scoring.rebuild import boards_rebuild
 from scoring.reconcile import boards_reconcile
 from scoring.recovery import boards_recover_if_lost
 from scoring.selectors import boards_diff
-from scoring.testing import drain, make_game, make_key, match_body, submit_direct
+from scoring.testing import drain, make_game, make_key, match_body, submit_direct, unapplied
 from scoring.tests.test_worker_integration import make_matches, submit, wait_drained
 from seasons.models import Game
 
@@ -167,7 +166,7 @@ def test_a_rebuild_that_loses_its_lock_marks_and_swaps_nothing(monkeypatch):
     with pytest.raises(LockLost):
         boards_rebuild(game=game)
     assert {k: redis.get(k) for k in versions} == versions  # no board was swapped
-    assert ScoreEvent.objects.get(player_id="late").applied_at is None  # nor marked applied
+    assert unapplied().filter(player_id="late").exists()  # nor marked applied (still in the outbox)
     assert not redis.exists(keys.pause_key(game.slug))  # the applies are not left paused
     drain()
     assert boards_diff(game=game, now=timezone.now()) == {}
@@ -187,10 +186,10 @@ def test_a_rebuild_whose_applied_flags_fail_after_the_swap_counts_each_result_on
     monkeypatch.setattr(rebuild, "_flag_applied", ledger_gone)
     with pytest.raises(OperationalError):
         boards_rebuild(game=game)
-    assert ScoreEvent.objects.filter(applied_at__isnull=True).count() == 3
+    assert unapplied().count() == 3
     assert boards_diff(game=game, now=timezone.now()) == {}  # swapped in, with the three results
-    drain()  # the worker finds them unapplied: skipped for their markers, and flagged
-    assert ScoreEvent.objects.filter(applied_at__isnull=True).count() == 0
+    drain()  # the worker finds them in the outbox: skipped for their markers, and taken out
+    assert unapplied().count() == 0
     assert boards_diff(game=game, now=timezone.now()) == {}
 
 

@@ -8,8 +8,7 @@ from django.utils import timezone
 
 from boards.keys import names_key
 from common.redis import client
-from scoring.models import EventStatus, ScoreEvent
-from scoring.testing import make_game, make_key, match_body, submit_direct
+from scoring.testing import make_game, make_key, match_body, submit_direct, unapplied
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +20,7 @@ def test_results_are_accepted_and_new_names_reach_redis_once_it_is_back(settings
     body = match_body([{"player_id": "newbie", "points": 7, "display_name": "Newbie"}])
     outcome = submit_direct(game, key, body, now=timezone.now())
     assert outcome.http_status == 202 and outcome.body["results"][0]["status"] == "accepted"
-    assert ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).count() == 1
+    assert unapplied().count() == 1
     settings.REDIS_URL = redis_url
     deadline = time.monotonic() + 5
     while client().hget(names_key(game.slug), "newbie") is None and time.monotonic() < deadline:

@@ -20,17 +20,18 @@ from django.utils import timezone
 
 from common.redis import client as redis_client
 from common.testing import ROOT, kill_hard, process_env, start_beat, start_worker, stop
-from scoring.models import EventStatus, ScoreEvent
+from scoring.models import ScoreEvent
 from scoring.selectors import boards_diff
 from scoring.services import enqueue_apply, matches_submit
 from scoring.testing import make_game, make_key, match_body
+from scoring.testing import unapplied as outbox_unapplied
 from scoring.validation import validate_match
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 
 def unapplied() -> int:
-    return ScoreEvent.objects.filter(status=EventStatus.ACCEPTED, applied_at__isnull=True).count()
+    return outbox_unapplied().count()
 
 
 def wait_drained(timeout: float = 180) -> None:
