@@ -11,6 +11,7 @@ from django.test import Client
 
 from boards.fastpath import ROUTER as READS
 from boards.selectors import distribution_cache, top_cache
+from boards.throttle import reader_buckets_forget
 from common.redis import client as redis_client
 from common.testing import asgi_request
 from scoring.fastpath import ROUTER as SINGLES
@@ -23,6 +24,7 @@ def clean_redis():
     top_cache.clear()
     distribution_cache.clear()
     catalog_forget_local()
+    reader_buckets_forget()
     yield
 
 

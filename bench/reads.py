@@ -47,6 +47,7 @@ import json
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -543,6 +544,54 @@ class IngestChild:
                 self.proc.wait()
 
 
+# --------------------------------------------------------------------------- phase F: the floor
+class FloorServers:
+    """bench/floor.py's application on as many processes of leaderboard_site/serve.py as the
+    service's web (WEB_CONCURRENCY, at WEB_NICE), on a free port, for the time of a with block."""
+
+    def __init__(self, args, game: str, info: dict) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        env = {
+            **os.environ,
+            "FLOOR_GAME": game,
+            "FLOOR_SEASON": str(info["season"]),
+            "FLOOR_TIME_BITS": str(info["time_bits"]),
+            "FLOOR_TIE_RULE": info["tie_rule"],
+            "REDIS_KEY_PREFIX": args.key_prefix,
+            "REDIS_URL": redis_url(args.redis_url),
+            "PYTHONPATH": str(ROOT),
+        }
+        command = [sys.executable, "-m", "leaderboard_site.serve", "--port", str(self.port)]
+        command += ["--app", "bench.floor:application"]
+        nice = ["nice", "-n", os.environ.get("WEB_NICE", "10")]
+        self.env, self.command = env, nice + command
+        self.count = int(os.environ.get("WEB_CONCURRENCY", "2"))
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "FloorServers":
+        for _ in range(self.count):
+            self.procs.append(subprocess.Popen(self.command, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    time.sleep(1.0)  # the last processes' start-up
+                    return self
+            time.sleep(0.2)
+        raise RuntimeError("the floor servers never listened")
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 # --------------------------------------------------------------------------- the run
 async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: CpuMeter) -> dict:
     parts = urlsplit(args.url)
@@ -562,6 +611,11 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
             closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
             log(closed[name].line())
     out["closed"] = closed
+
+    log(f"phase F: the floor, bench/floor.py's rank read on the same server and processes, {args.seconds:g} s")
+    with meter.phase("F"), FloorServers(args, game, info) as floor:
+        out["floor"] = await closed_loop("127.0.0.1", floor.port, "floor", paths["rank"], args.workers, args.seconds)
+    log(out["floor"].line())
 
     log(f"phase B: raw player.lua on Redis, {args.raw_clients or args.workers} clients, {args.seconds:g} s")
     with meter.phase("B"):
@@ -678,13 +732,18 @@ def main() -> None:
         if ing["achieved_rate"] < 0.95 * args.ingest_rate:
             line += f"; ingest short of {args.ingest_rate:.0f}/s"
         lines.append(line)
-    c, raw = out["closed"], out["raw"]
+    c, raw, floor = out["closed"], out["raw"], out["floor"]
     ratio = c["rank"].rps / raw["rps"] if raw["rps"] else float("nan")
     lines.append(
         f"reads: rank {c['rank'].rps:.0f} req/s p99 {c['rank'].p(99):.0f} ms, "
         f"top {c['top'].rps:.0f} req/s p99 {c['top'].p(99):.0f} ms, "
         f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, "
         f"raw {raw['rps']:.0f}/s, ratio {ratio:.2f}"
+    )
+    of_floor = {name: c[name].rps / floor.rps if floor.rps else float("nan") for name in KINDS}
+    lines.append(
+        f"floor (bench/floor.py, same server and processes): rank {floor.rps:.0f} req/s p99 {floor.p(99):.0f} ms; "
+        + ", ".join(f"{name} {of_floor[name]:.2f} of it" for name in KINDS)
     )
     if args.json:
         figures = {
@@ -696,6 +755,8 @@ def main() -> None:
             "closed": {name: r.figures() for name, r in c.items()},
             "raw": {k: v for k, v in raw.items() if k != "line"},
             "ratio": ratio,
+            "floor": floor.figures(),
+            "of_floor": of_floor,
             "load_generator": {**cpu, "phases": meter.phases},
             "lines": lines,
         }

@@ -22,6 +22,7 @@ read falls through: its boards are read by scatter-gather in Django on redis-py'
 """
 
 import asyncio
+import functools
 import logging
 import time
 import weakref
@@ -32,9 +33,8 @@ import orjson
 import redis
 import redis.asyncio
 from django.conf import settings
-from django.http import QueryDict
+from django.core.signals import setting_changed
 from django.utils import timezone
-from redis.asyncio.client import Pipeline
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
@@ -47,12 +47,13 @@ from common.asgi import (
     Scope,
     Send,
     plain_request,
+    query_values,
     render,
     respond,
     respond_error,
 )
 from common.operations import FAST_ANSWERS, Args, Operation, Router
-from common.redis import lua_source, on_cluster
+from common.redis import lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key
 
@@ -61,13 +62,24 @@ from .apis import BoardRead
 from .params import not_ranked, view_error
 from .selectors import BoardView, Cached
 from .sharded import ShardedBoard
-from .throttle import THROTTLE_SPENT, reader_bucket_call, reader_verdict, throttled_error
+from .throttle import THROTTLE_SPENT, reader_throttle, throttled_error
 
 RETRY_AFTER = {"Retry-After": str(RETRY_AFTER_S)}
+_NO_QUERY: dict[str, str] = {}
 logger = logging.getLogger(__name__)
 
 # The board reads this entrance answers: every declared read with a one-script form (apis.py).
 ROUTER = Router(apis.OPERATIONS, serves=lambda op: isinstance(op.fast, BoardRead) and op.fast.script is not None)
+_WITH_CATALOG = (lua_path(__file__, "with_catalog_head.lua"), lua_path(__file__, "with_catalog_tail.lua"))
+
+
+@functools.cache
+def with_catalog(path: str) -> str:
+    """A read script (libraries, then the script) as the fast entrance calls it: with the catalog's
+    version in front of its reply (lua/with_catalog_head.lua says how)."""
+    *libraries, script = path.split("+")
+    head, tail = _WITH_CATALOG
+    return "+".join([*libraries, head, script, tail])
 
 
 class _Scripts:
@@ -91,11 +103,19 @@ class FastReads:
         # A client per event loop (a server runs one; a test's calls may each run their own).
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, redis.asyncio.Redis]]
         self._clients = weakref.WeakKeyDictionary()
+        self._last: tuple[asyncio.AbstractEventLoop, redis.asyncio.Redis] | None = None
         self._scripts = _Scripts()
+        setting_changed.connect(self._settings_changed, weak=True)
+
+    def _settings_changed(self, **kwargs: Any) -> None:
+        self._last = None  # REDIS_URL may have changed (tests)
 
     def client(self) -> redis.asyncio.Redis:
+        loop = asyncio.get_running_loop()
+        if self._last is not None and self._last[0] is loop:
+            return self._last[1]  # the loop of the last read (a server runs one), settings unchanged
         url = str(settings.REDIS_URL)
-        per_loop = self._clients.setdefault(asyncio.get_running_loop(), {})
+        per_loop = self._clients.setdefault(loop, {})
         found = per_loop.get(url)
         if found is None:
             # A burst of reads beyond the pool's connections waits for one (up to the socket
@@ -114,6 +134,7 @@ class FastReads:
                 retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
             )
             found = per_loop[url] = redis.asyncio.Redis(connection_pool=pool)
+        self._last = (loop, found)
         return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -172,62 +193,53 @@ class FastReads:
         return catalog
 
     async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
-        """The read's body, in one Redis round trip: the read throttle's token, the catalog's
-        version and the read's script, in one pipeline. An answer resolved by a stale copy of the
-        catalog is thrown away and the read made again at the new version."""
+        """The read's body, in one Redis call: the read's script with the catalog's version in
+        front of its reply (lua/with_catalog_*.lua), or for a held answer of a split board one MGET
+        of its versions and the catalog's. The board is resolved with this process's copy of the
+        catalog; when the call says the catalog has changed since, the read is made again at the
+        new version (its answer thrown away)."""
         read: BoardRead = op.fast
-        args = op.arguments(path_args, QueryDict(scope.get("query_string", b"")))
-        slug = args["game"]
+        query = scope.get("query_string", b"")
+        args = op.arguments(path_args, query_values(query) if query else _NO_QUERY)
         now = timezone.now()
-        catalog = catalog_local(slug=slug)  # whatever its version: checked in the same round trip
-        client_address = scope["client"][0] if scope.get("client") else ""
-        throttle = reader_bucket_call(address=client_address, now=now)
+        self.throttle(scope, now)
+        slug = args["game"]
+        version_key = catalog_version_key(slug)
+        catalog = catalog_local(slug=slug)
         for _attempt in range(2):  # a second time when the catalog changed under this process's copy
-            view, problem = None, None
-            if catalog is not None:
-                try:
-                    view = self.view_of(catalog, args, now)
-                except ApiError as error:
-                    problem = error  # answered once the catalog is known to be current
-            pipe = self.client().pipeline(transaction=False)
-            if throttle is not None:
-                await self.queue(pipe, *throttle)
-            pipe.get(catalog_version_key(slug))
-            held = await self.queue_read(pipe, read, view, args) if view is not None else None
-            replies = await self.execute(pipe)
-            if replies is None:
-                continue  # Redis restarted without its scripts: loaded again
-            if throttle is not None:
-                retry_after = reader_verdict(replies.pop(0))
-                throttle = None
-                if retry_after is not None:
-                    raise throttled_error(retry_after)
-                scope[THROTTLE_SPENT] = True  # a fallback from here on spends no second token
-            if catalog is not None and replies[0] == catalog.version:
-                if problem is not None:
-                    raise problem
-                assert view is not None
-                return self.body(op, read, view, args, replies[1], held)
-            catalog = await self.catalog(slug, replies[0])
+            if catalog is None:
+                catalog = await self.catalog(slug, await self.catalog_version(version_key))
+            try:
+                view = self.view_of(catalog, args, now)
+            except ApiError:
+                current = await self.catalog_version(version_key)
+                if current == catalog.version:
+                    raise  # an unknown board or season, a bad period: decided by the current catalog
+                catalog = await self.catalog(slug, current)
+                continue
+            version, reply, held = await self.read(read, view, args, version_key)
+            if version == catalog.version:
+                return self.body(op, read, view, args, reply, held)
+            catalog = await self.catalog(slug, version)
         raise Fallback
 
-    async def execute(self, pipe: Pipeline) -> list[Any] | None:
-        """The pipeline's replies; None when Redis had lost the scripts (they are loaded again)."""
-        replies = await pipe.execute(raise_on_error=False)
-        if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
-            self._scripts.sha.clear()
-            return None
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
-        return list(replies)
+    async def catalog_version(self, key: str) -> str | None:
+        found = await self.client().get(key)
+        return str(found) if found is not None else None
 
-    async def queue(self, pipe: Pipeline, path: str, script_keys: list[str], args: list[Any]) -> None:
-        sha = await self._scripts.sha_of(self.client(), path)
-        pipe.evalsha(sha, len(script_keys), *script_keys, *args)
+    def throttle(self, scope: Scope, now: datetime) -> None:
+        """Spend the address's read token (in process: throttle.py); Django, if it answers after
+        all, spends no second one."""
+        address = scope["client"][0] if scope.get("client") else ""
+        retry_after = reader_throttle(address=address, now=now)
+        if retry_after is not None:
+            raise throttled_error(retry_after)
+        scope[THROTTLE_SPENT] = True
 
-    async def queue_read(self, pipe: Pipeline, read: BoardRead, view: BoardView, args: Args) -> Cached | None:
-        """Queue the read's script; returns the cached answer whose version it sends, if any."""
+    async def read(
+        self, read: BoardRead, view: BoardView, args: Args, version_key: str
+    ) -> tuple[str | None, Any, Cached | None]:
+        """(the catalog's version, the read's reply, the cached answer whose version it sent)."""
         script = read.script
         assert script is not None
         held = None
@@ -239,10 +251,22 @@ class FastReads:
             # the versions it was read at are still current.
             if held is None or script.split_versions is None:
                 raise Fallback
-            pipe.mget(script.split_versions(view))
-            return held
-        await self.queue(pipe, script.script, *script.call(view, args, held.version if held else ""))
-        return held
+            versions: list[Any] = await self.client().mget([*script.split_versions(view), version_key])
+            return versions[-1], versions[:-1], held
+        script_keys, argv = script.call(view, args, held.version if held else "")
+        reply = await self.evalsha(with_catalog(script.script), [*script_keys, version_key], argv)
+        return reply[0], reply[1:], held
+
+    async def evalsha(self, path: str, script_keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA of the script; loaded first when this process has not, or Redis lost it."""
+        client = self.client()
+        sha = await self._scripts.sha_of(client, path)
+        try:
+            return await client.evalsha(sha, len(script_keys), *script_keys, *args)
+        except redis.exceptions.NoScriptError:
+            self._scripts.sha.clear()  # Redis restarted without its scripts
+            sha = await self._scripts.sha_of(client, path)
+            return await client.evalsha(sha, len(script_keys), *script_keys, *args)
 
     def body(
         self, op: Operation, read: BoardRead, view: BoardView, args: Args, reply: Any, held: Cached | None

@@ -26,7 +26,6 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
                                                      event's tag (dedup_tag: which event, not just which id)
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
-    lb:rl:ip:{address}                               the public read bucket of a client address
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10` (boards/kinds.py).
 
@@ -287,7 +286,3 @@ def pushed_key(board_key: str) -> str:
 def pushed_digest_key(board_key: str) -> str:
     """The digest of the last top 10 pushed for a board (pushes only on change)."""
     return f"{key_prefix()}:pushed-digest:{board_key}"
-
-
-def reader_bucket_key(address: str) -> str:
-    return f"{key_prefix()}:rl:ip:{address}"

@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -87,7 +88,7 @@ class BoardView:
     region: str
     period: str | None
 
-    @property
+    @cached_property
     def ref(self) -> BoardRef:
         return BoardRef(self.game.slug, self.season.id, self.board, self.region, self.period or NO_PERIOD)
 
@@ -101,7 +102,7 @@ class BoardView:
             season_id=self.season.id, board=self.board, region=self.region, period=self.period or NO_PERIOD
         )
 
-    @property
+    @cached_property
     def codec(self) -> ScoreCodec:
         return ScoreCodec(self.season.time_bits)
 
@@ -110,6 +111,11 @@ class BoardView:
         return self.codec.shown_points(stored_points, ascending=self.game.ascending)
 
     def keys(self) -> list[str]:
+        """The one-set read scripts' KEYS: the board, its distinct-points companion, the names."""
+        return self._keys
+
+    @cached_property
+    def _keys(self) -> list[str]:
         ref = self.ref
         return [ref.key, ref.distinct_key, keys.names_key(self.game.slug)]
 

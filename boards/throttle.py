@@ -1,58 +1,45 @@
-"""The public read throttle: a token bucket per client address (READ_RATE_PER_S, READ_RATE_BURST;
-0 switches it off). Generous by default; it fails open when Redis is down (the read itself then
-answers 503).
+"""The public read throttle: a token bucket per client address, kept in each web process's memory
+(READ_RATE_PER_S, READ_RATE_BURST: per process; 0 switches it off).
 
-Both entrances spend the same bucket with the same call: Django's views through `reader_throttle`,
-the fast entrance (fastpath.py) by queueing `reader_bucket_call` in its read's pipeline and reading
-the reply with `reader_verdict`. Either way an address over its rate gets `throttled_error`.
+Per process, not in Redis: a read is one Redis call, and the throttle's bucket would be a second
+one on every read for what is a guard against one address flooding the service, not a quota. With
+N web processes an address that spreads its connections over them gets up to N times the rate (a
+connection stays on one process: the kernel picks the process per connection, leaderboard_site/
+serve.py). It does not depend on Redis, so it keeps working while Redis is down (the reads then
+answer 503 anyway). Both entrances spend the same bucket through `reader_throttle`; an address
+over its rate gets `throttled_error`.
 """
 
 from datetime import datetime
-from typing import Any
 
-import redis
 from django.conf import settings
 
 from common.api_errors import THROTTLED, ApiError
-from common.ratelimit import bucket_call, bucket_call_run, retry_after_s
+from common.ratelimit import LocalBuckets, retry_after_s
 
-from .keys import reader_bucket_key
+THROTTLE_SPENT = "leaderboard.read_token_spent"  # scope flag: the fast entrance spent this read's token
 
-THROTTLE_SPENT = "leaderboard.read_token_spent"  # scope flag: the fast path spent this read's token
-
-BucketCall = tuple[str, list[str], list[Any]]  # the bucket script's path, KEYS and ARGV
-
-
-def reader_bucket_call(*, address: str, now: datetime) -> BucketCall | None:
-    """The script call that spends one token of the address's bucket (None: the throttle is off)."""
-    rate = int(settings.READ_RATE_PER_S)
-    if rate == 0 or not address:
-        return None
-    return bucket_call(
-        keys=[reader_bucket_key(address)],
-        wants=[1],
-        capacity=max(int(settings.READ_RATE_BURST), 1),
-        ms_per_token=1000 / rate,
-        now=now,
-    )
-
-
-def reader_verdict(reply: list[Any]) -> int | None:
-    """The bucket script's reply for one token: None if granted, else Retry-After seconds."""
-    granted, wait_ms = int(reply[0]), int(reply[1])
-    return None if granted else retry_after_s(wait_ms)
+_buckets = LocalBuckets(max_keys=100_000)
 
 
 def reader_throttle(*, address: str, now: datetime) -> int | None:
     """Spend one token of the address's bucket: None if allowed, else Retry-After seconds."""
-    call = reader_bucket_call(address=address, now=now)
-    if call is None:
+    rate = int(settings.READ_RATE_PER_S)
+    if rate == 0 or not address:
         return None
-    try:
-        [spent] = bucket_call_run(call)
-    except redis.RedisError:
-        return None
-    return reader_verdict(list(spent))
+    granted, wait_ms = _buckets.take(
+        address,
+        1,
+        now_ms=int(now.timestamp() * 1000),
+        capacity=max(int(settings.READ_RATE_BURST), 1),
+        ms_per_token=1000 / rate,
+    )
+    return None if granted else retry_after_s(wait_ms)
+
+
+def reader_buckets_forget() -> None:
+    """Every address's bucket full again (tests)."""
+    _buckets.clear()
 
 
 def throttled_error(retry_after: int) -> ApiError:

@@ -4,6 +4,7 @@ bodies a fast path read handed on to Django untouched when it does not answer it
 
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from django.conf import settings
@@ -96,15 +97,46 @@ def _middleware_headers(middleware: type[Any], request: HttpRequest) -> list[tup
 @receiver(setting_changed)
 def _settings_changed(**kwargs: Any) -> None:
     _django_headers.clear()
+    _plain.clear()
+
+
+_plain: dict[tuple[bytes, bool], bool] = {}  # (Host header, https) -> plain_request's verdict
 
 
 def plain_request(scope: Scope) -> bool:
     """A request Django's middleware would pass through unchanged: an allowed host, and no HTTPS
-    redirect due. Anything else goes to Django, which answers it as it always does."""
-    if settings.SECURE_SSL_REDIRECT and scope.get("scheme") != "https":
-        return False
-    host = next((value.decode("latin-1") for name, value in scope.get("headers", ()) if name == b"host"), "")
-    return validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS)
+    redirect due. Anything else goes to Django, which answers it as it always does. The verdict
+    for a Host header is kept (for at most 256 of them: any client may send any Host)."""
+    host = b""
+    for name, value in scope.get("headers", ()):
+        if name == b"host":
+            host = value
+            break
+    key = (host, scope.get("scheme") == "https")
+    found = _plain.get(key)
+    if found is None:
+        redirect = settings.SECURE_SSL_REDIRECT and not key[1]
+        found = not redirect and validate_host(split_domain_port(host.decode("latin-1"))[0], settings.ALLOWED_HOSTS)
+        if len(_plain) < 256:
+            _plain[key] = found
+    return found
+
+
+def query_values(query: bytes) -> dict[str, str]:
+    """A query string's values as Django's `QueryDict.get` reads them (the last of a repeated name,
+    blanks kept, UTF-8, else Latin-1), without building a QueryDict (a third of a fast read's own
+    CPU). Fallback past DATA_UPLOAD_MAX_NUMBER_FIELDS fields: Django answers that request."""
+    try:
+        text = query.decode()
+    except UnicodeDecodeError:
+        text = query.decode("iso-8859-1")
+    try:
+        pairs = parse_qsl(
+            text, keep_blank_values=True, encoding="utf-8", max_num_fields=settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        )
+    except ValueError as exc:
+        raise Fallback from exc
+    return dict(pairs)
 
 
 async def body_read(receive: Receive) -> tuple[bytes, list[Message]]:

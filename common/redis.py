@@ -17,9 +17,12 @@ import threading
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import redis
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from redis.backoff import ExponentialBackoff
 from redis.cluster import LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
@@ -60,9 +63,22 @@ def client_for(url: str) -> redis.Redis:
         return _clients[url]
 
 
+# Settings every read and write asks for, several times a request: read once per process (a
+# settings lookup costs about 0.4 us), again after a test changes a setting.
+_hot: dict[str, Any] = {}
+
+
+@receiver(setting_changed)
+def _settings_changed(**kwargs: Any) -> None:
+    _hot.clear()
+
+
 def on_cluster() -> bool:
     """Whether the boards live on a Redis Cluster (REDIS_CLUSTER_URL set)."""
-    return bool(settings.REDIS_CLUSTER_URL)
+    found = _hot.get("cluster")
+    if found is None:
+        found = _hot["cluster"] = bool(settings.REDIS_CLUSTER_URL)
+    return bool(found)
 
 
 def boards_client() -> "redis.Redis | RedisCluster":
@@ -108,7 +124,10 @@ def _cluster_client(url: str, *, replicas: bool) -> RedisCluster:
 
 def key_prefix() -> str:
     """The deployment's prefix, first part of every key."""
-    return str(settings.REDIS_KEY_PREFIX)
+    found = _hot.get("prefix")
+    if found is None:
+        found = _hot["prefix"] = str(settings.REDIS_KEY_PREFIX)
+    return str(found)
 
 
 def deployment_keys_drop(*, keep: Iterable[str] = ()) -> int:

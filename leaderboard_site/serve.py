@@ -2,7 +2,9 @@
 SO_REUSEPORT, so that several such processes share one port and the kernel spreads new connections
 across them.
 
-    python -m leaderboard_site.serve --host 127.0.0.1 --port 8000
+    python -m leaderboard_site.serve --host 127.0.0.1 --port 8000 [--app module:attribute]
+
+(`--app`: another ASGI application on the same server, e.g. bench/floor.py's, for a comparison.)
 
 The supervisor (supervisord's `numprocs`, a systemd template unit) runs WEB_CONCURRENCY of them and
 restarts each on its own. Why not `uvicorn --workers N`: its master binds one socket that every
@@ -36,10 +38,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--app", default="leaderboard_site.asgi:application")
     args = parser.parse_args()
     sock = listening_socket(args.host, args.port)
     config = uvicorn.Config(
-        "leaderboard_site.asgi:application",
+        args.app,
         host=args.host,
         port=args.port,
         lifespan="off",

@@ -108,6 +108,8 @@ def test_what_the_fast_path_hands_to_django_is_answered_the_same():
     assert same(f"{base}/all/players/nobody/friends") == 200  # nobody and no friends: an empty list
     assert same("/api/v1/games/nope/boards/all/top", fast=False) == 404  # no catalog: Django looks for the game
     assert same(f"{base}/nope/top") == 404
+    for query in ["n=5&n=7", "region=%65u&n=%33", "n=7&region=", "x=%ff%fe&n=2"]:  # repeated, encoded, blank, bytes
+        assert same(f"{base}/all/top", query) == 200
     for query in ["n=0", "n=1001", "n=x", "region=EU", "season=x", "season=999", "period=2026-01-01"]:
         assert same(f"{base}/all/top", query) in (400, 404)
     assert same(f"{base}/daily/top", "period=2026-02-30") == 400
@@ -235,3 +237,14 @@ def test_reads_beyond_the_pool_for_too_long_are_503_and_logged_as_overload_not_r
     assert not any("redis unavailable" in r.getMessage() for r in caplog.records)
     # With the connection free again the same read is answered.
     assert asgi_request(fast, "/api/v1/games/arena/boards/all/players/p01").status_code == 200
+
+
+def test_a_redis_that_lost_its_scripts_is_read_again_by_the_fast_entrance():
+    """SCRIPT FLUSH (as after a Redis restart): the fast entrance loads its scripts again and
+    answers, itself."""
+    game = make_game()
+    seed(game, 8)
+    path = "/api/v1/games/arena/boards/all/players/p03"
+    assert same(path) == 200
+    redis_client().script_flush()
+    assert same(path) == 200
