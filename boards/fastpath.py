@@ -57,8 +57,9 @@ from common.redis import lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key
 
-from . import apis, selectors
-from .apis import BoardRead
+from . import apis, keys, selectors
+from .apis import BoardRead, CatalogRead
+from .keys import GLOBAL
 from .params import not_ranked, view_error
 from .selectors import BoardView, Cached
 from .sharded import ShardedBoard
@@ -68,8 +69,14 @@ RETRY_AFTER = {"Retry-After": str(RETRY_AFTER_S)}
 _NO_QUERY: dict[str, str] = {}
 logger = logging.getLogger(__name__)
 
-# The board reads this entrance answers: every declared read with a one-script form (apis.py).
-ROUTER = Router(apis.OPERATIONS, serves=lambda op: isinstance(op.fast, BoardRead) and op.fast.script is not None)
+# The reads this entrance answers (apis.py): every board read with a one-script form, and the
+# reads of a game's catalog.
+ROUTER = Router(
+    apis.OPERATIONS,
+    serves=lambda op: (
+        isinstance(op.fast, CatalogRead) or (isinstance(op.fast, BoardRead) and op.fast.script is not None)
+    ),
+)
 _WITH_CATALOG = (lua_path(__file__, "with_catalog_head.lua"), lua_path(__file__, "with_catalog_tail.lua"))
 
 
@@ -147,7 +154,10 @@ class FastReads:
         op, path_args = found
         scope[ROUTE_NAME] = op.route
         try:
-            body = await self.answer(op, path_args, scope)
+            if isinstance(op.fast, CatalogRead):
+                body = await self.answer_catalog(op, path_args, scope)
+            else:
+                body = await self.answer(op, path_args, scope)
         except Fallback:
             await self.fallback(scope, receive, send)
             return
@@ -226,6 +236,37 @@ class FastReads:
     async def catalog_version(self, key: str) -> str | None:
         found = await self.client().get(key)
         return str(found) if found is not None else None
+
+    async def answer_catalog(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+        """A read of a game's catalog: the catalog's version checked (with the current season's
+        regions, when the read wants them, in the same call: lua/regions.lua with the catalog in
+        front), then the declared answer from this process's copy."""
+        read: CatalogRead = op.fast
+        args = op.arguments(path_args, _NO_QUERY)
+        now = timezone.now()
+        self.throttle(scope, now)
+        slug = args["game"]
+        version_key = catalog_version_key(slug)
+        catalog = catalog_local(slug=slug)
+        for _attempt in range(2):
+            if catalog is None:
+                catalog = await self.catalog(slug, await self.catalog_version(version_key))
+            current = selectors.catalog_current(catalog, now) if read.regions else None
+            regions = [GLOBAL]
+            if current is not None:
+                reply = await self.evalsha(
+                    with_catalog(selectors.REGIONS_SCRIPT), [keys.regions_key(slug, current.id), version_key], []
+                )
+                version, members = reply[0], reply[1:]
+                if version == catalog.version and not members:
+                    raise Fallback  # the regions set is not built (or expired): Django builds it
+                regions = selectors.regions_listed(members)
+            else:
+                version = await self.catalog_version(version_key)
+            if version == catalog.version:
+                return render(op.render(read.answer(catalog, now, regions)))
+            catalog = await self.catalog(slug, version)
+        raise Fallback
 
     def throttle(self, scope: Scope, now: datetime) -> None:
         """Spend the address's read token (in process: throttle.py); Django, if it answers after

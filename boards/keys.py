@@ -16,6 +16,8 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     <board key>:rebuild  <board key>:old             a rebuild's staged copy and the swapped-out one
     lb:names:{game}  lb:names-v:{game}               display names (hash player -> name), its version
     lb:friends:{game}:{player}                       a player's confirmed friends (a set)
+    lb:regions:{game}:{season}                       the season's regions, `global` among them (a set
+                                                     copied from the regions table, expiring)
     lb:hidden:{game}                                 hidden and deleted players (a set)
     lb:pause:{game}                                  set while a rebuild swaps keys in
     lb:rebuild-lock:{game}                           held while a rebuild of the game runs (one at a time)
@@ -178,6 +180,12 @@ def names_key(game: str) -> str:
 def names_version_key(game: str) -> str:
     """Up with every change of a display name (cached top-N answers show names)."""
     return f"{key_prefix()}:names-v:{game}"
+
+
+def regions_key(game: str, season_id: int) -> str:
+    """The regions a player of the season counts in, `global` among them (a set: a copy of the
+    season's regions table, REGIONS_TTL_S long, rebuilt by the first read that misses it)."""
+    return f"{key_prefix()}:regions:{game}:{season_id}"
 
 
 def friends_key(game: str, player_id: str) -> str:

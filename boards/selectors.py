@@ -29,7 +29,7 @@ from django.db.models import Q, QuerySet
 
 from common.db import rows_by_keys
 from common.redis import client, lua_path, lua_script, on_cluster
-from seasons.catalog import catalog_get
+from seasons.catalog import Catalog, catalog_get
 from seasons.models import Game, Season
 from seasons.periods import BadPeriod
 from seasons.selectors import season_current
@@ -54,6 +54,7 @@ AROUND_SCRIPT = lua_path(__file__, "ranking_lib.lua", "around.lua")
 PLAYER_SCRIPT = lua_path(__file__, "ranking_lib.lua", "player.lua")
 FRIENDS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "friends.lua")
 DISTRIBUTION_SCRIPT = lua_path(__file__, "ranking_lib.lua", "distribution.lua")
+REGIONS_SCRIPT = lua_path(__file__, "regions.lua")
 
 Entry = dict[str, Any]
 Call = tuple[list[str], list[Any]]  # a script's KEYS and ARGV
@@ -643,10 +644,33 @@ def player_hidden(*, game: Game, player_id: str) -> bool:
 
 
 def game_regions(*, season: Season | None) -> list[str]:
-    """`global`, then every region a player of the season counts in."""
-    regions = [GLOBAL]
-    if season is not None:
-        regions += sorted(SeasonRegion.objects.filter(season_id=season.id).values_list("region", flat=True).distinct())
+    """`global`, then every region a player of the season counts in: from the season's regions set
+    in Redis (keys.regions_key), built from the regions table when it is missing."""
+    if season is None:
+        return [GLOBAL]
+    found = {str(r) for r in client().smembers(keys.regions_key(season.game.slug, season.id))}
+    return regions_listed(found or season_regions_load(season=season))
+
+
+def regions_listed(members: Iterable[str]) -> list[str]:
+    """A regions set as the answers list it: `global`, then the others in order."""
+    return [GLOBAL, *sorted(str(r) for r in members if r != GLOBAL)]
+
+
+REGIONS_TTL_S = 300  # the set is a copy: built anew at least this often (a region whose last player left goes)
+
+
+def season_regions_load(*, season: Season) -> set[str]:
+    """The season's regions set built from the regions table (`global` among them), for
+    REGIONS_TTL_S. New regions are added as they are fixed (services.season_regions_fix)."""
+    regions = set(SeasonRegion.objects.filter(season_id=season.id).values_list("region", flat=True).distinct())
+    regions.add(GLOBAL)
+    key = keys.regions_key(season.game.slug, season.id)
+    pipe = client().pipeline(transaction=True)
+    pipe.delete(key)
+    pipe.sadd(key, *regions)
+    pipe.expire(key, REGIONS_TTL_S)
+    pipe.execute()
     return regions
 
 
@@ -680,9 +704,21 @@ def game_detail(*, slug: str, now: datetime) -> GameDetail | None:
     catalog = catalog_get(slug=slug)
     if catalog.game is None:
         return None
-    current = season_current(game=catalog.game, now=now, seasons=catalog.seasons, pointer_id=catalog.pointer_id)
+    return game_detail_of(catalog=catalog, now=now, regions=game_regions(season=catalog_current(catalog, now)))
+
+
+def catalog_current(catalog: Catalog, now: datetime) -> Season | None:
+    """The game's current season at `now`, by its catalog."""
+    assert catalog.game is not None
+    return season_current(game=catalog.game, now=now, seasons=catalog.seasons, pointer_id=catalog.pointer_id)
+
+
+def game_detail_of(*, catalog: Catalog, now: datetime, regions: list[str]) -> GameDetail:
+    """`game_detail` from a catalog and the current season's regions (the fast entrance reads both
+    in one Redis call)."""
+    assert catalog.game is not None
     return GameDetail(
-        game=catalog.game, boards=list(BOARD_NAMES), regions=game_regions(season=current), current=current
+        game=catalog.game, boards=list(BOARD_NAMES), regions=regions, current=catalog_current(catalog, now)
     )
 
 
@@ -708,6 +744,11 @@ def game_seasons(*, slug: str, now: datetime) -> SeasonListing | None:
     catalog = catalog_get(slug=slug)
     if catalog.game is None:
         return None
-    current = season_current(game=catalog.game, now=now, seasons=catalog.seasons, pointer_id=catalog.pointer_id)
+    return game_seasons_of(catalog=catalog, now=now)
+
+
+def game_seasons_of(*, catalog: Catalog, now: datetime) -> SeasonListing:
+    """`game_seasons` from a catalog."""
+    current = catalog_current(catalog, now)
     rows = [SeasonRow(s.id, s.name, s.starts_at, s.ends_at, s.grace_s, str(s.status_at(now))) for s in catalog.seasons]
     return SeasonListing(current_id=current.id if current is not None else None, seasons=rows)

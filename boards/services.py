@@ -9,15 +9,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from common.db import insert_rows, rows_by_keys
+from common.redis import client, lua_path, lua_script
 from seasons.models import Game, Season
 
-from . import writer
+from . import keys, writer
 from .models import Friendship, Player, SeasonRegion
 from .selectors import season_regions_of
+
+REGIONS_ADD_SCRIPT = lua_path(__file__, "regions_add.lua")
 
 Profile = tuple[str | None, str | None]  # (display_name, region)
 
@@ -119,7 +123,23 @@ def season_regions_fix(
             fixed.update((pid, str(candidates[pid])) for pid in missing)
         else:  # some were fixed by a concurrent batch a moment ago
             fixed.update(season_regions_of(season=season, player_ids=missing))
+        season_regions_note(season=season, regions={str(candidates[pid]) for pid in missing})
     return fixed
+
+
+def season_regions_note(*, season: Season, regions: Iterable[str]) -> None:
+    """After the caller's transaction commits: these regions into the season's regions set, when
+    it is there (selectors.game_regions builds a missing one from the table). A note lost to a
+    Redis outage is made good when the set is next built (selectors.REGIONS_TTL_S)."""
+    listed = sorted(set(regions))
+    if not listed:
+        return
+    key = keys.regions_key(season.game.slug, season.id)
+
+    def note() -> None:
+        lua_script(REGIONS_ADD_SCRIPT)(keys=[key], args=listed, client=client())
+
+    transaction.on_commit(note, robust=True)
 
 
 def friendship_add(*, game: Game, player_id: str, friend_id: str) -> None:
@@ -203,4 +223,5 @@ def season_region_set(*, season: Season, player_id: str, region: str) -> str | N
     else:
         row.region = region
         row.save(update_fields=["region"])
+    season_regions_note(season=season, regions=[region])
     return old

@@ -65,7 +65,7 @@ def test_each_declared_shape_renders_real_answers_as_its_serializer_does(db):
     now = timezone.now()
     checked = 0
     for op in board_apis.OPERATIONS:
-        if op.fast is None:
+        if not isinstance(op.fast, board_apis.BoardRead):
             continue
         for board in ("all", "best", "daily"):
             args = {"game": "arena", "board": board, "player_id": "p04", "n": 5, "r": 2}

@@ -59,3 +59,28 @@ def test_a_moderator_moves_a_player_between_regions(client):
     assert submit(game, key, "eu").body["results"][0]["status"] == "accepted"
     drain()
     assert client.get(f"{base}/players/amy?region=na").json()["score"] == 30  # fixed to na now
+
+
+def test_the_game_lists_a_region_from_its_first_result_on(client, django_capture_on_commit_callbacks):
+    """The regions of `/games/{game}` (and the page's picker) come from a Redis copy of the regions
+    table: built by the first read, added to when a result fixes a new region (after its commit),
+    and built anew when it has expired (a region whose players all left goes)."""
+    from boards import selectors
+    from boards.keys import regions_key
+    from common.redis import client as redis_client
+
+    game = make_game()
+    key = make_key(game)
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(game, key, "eu")
+    assert client.get("/api/v1/games/arena").json()["regions"] == ["global", "eu"]  # built from the table
+    with django_capture_on_commit_callbacks(execute=True):
+        submit_direct(
+            game, key, match_body([{"player_id": "bo", "points": 1, "region": "asia"}]), now=timezone.now()
+        )
+    assert client.get("/api/v1/games/arena").json()["regions"] == ["global", "asia", "eu"]  # added on commit
+    SeasonRegion.objects.filter(region="asia").delete()
+    season = game.seasons.get()
+    assert redis_client().ttl(regions_key("arena", season.id)) <= selectors.REGIONS_TTL_S
+    redis_client().delete(regions_key("arena", season.id))  # as when it expires
+    assert client.get("/api/v1/games/arena").json()["regions"] == ["global", "eu"]
