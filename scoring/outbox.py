@@ -102,12 +102,16 @@ def outbox_applied(event_ids: list[int]) -> int:
 def _unapplied_rows(event_ids: list[int]) -> list[EventRow]:
     # accepted_at as microseconds since the epoch: Django's timestamptz loader (a Python class over
     # psycopg's) was a tenth of the worker's CPU; an integer and one addition make the same value.
-    # The events still in the outbox, each found by its primary key in both tables.
+    # The events still in the outbox, each found by its primary key in both tables. The outbox's
+    # part is a MATERIALIZED CTE: as a join, the planner estimated it from the actual ends of the
+    # outbox's primary key, walking the index entries of every row deleted since the last VACUUM
+    # (measured: 7.9 ms of planning for a task of 630 events with 330,000 dead rows; 0.2 ms so).
     with connection.cursor() as cursor:
         cursor.execute(
+            f"WITH waiting AS MATERIALIZED (SELECT event_id FROM {_OUTBOX} WHERE event_id = ANY({_IDS})) "
             "SELECT e.id, e.season_id, e.player_id, e.points, (extract(epoch FROM e.accepted_at) * 1000000)::bigint, "
-            f"e.day, e.region, e.extra_boards::text FROM {_OUTBOX} o JOIN {_TABLE} e ON e.id = o.event_id "
-            f"WHERE o.event_id = ANY({_IDS}) AND e.status = %s ORDER BY e.id",
+            f"e.day, e.region, e.extra_boards::text FROM waiting JOIN {_TABLE} e ON e.id = waiting.event_id "
+            "WHERE e.status = %s ORDER BY e.id",
             [_id_list(event_ids), EventStatus.ACCEPTED.value],
         )
         return [
@@ -185,7 +189,7 @@ def apply_records_prune(*, before: datetime) -> int:
         return int(cursor.rowcount)
 
 
-VACUUM_DEAD_MIN = 100_000  # dead outbox rows (deleted: applied) before the relay vacuums the table itself
+VACUUM_DEAD_MIN = 50_000  # dead outbox rows (deleted: applied) before the relay vacuums the table itself
 
 
 def outbox_vacuum(*, dead_min: int = VACUUM_DEAD_MIN) -> list[str]:
@@ -194,9 +198,10 @@ def outbox_vacuum(*, dead_min: int = VACUUM_DEAD_MIN) -> list[str]:
     them in a deployment that runs it (a table this small and busy is vacuumed within its naptime),
     and this does it where nobody does (a database with autovacuum off, as on the benchmark
     machine): otherwise the relay's and the lag's scans of the table would read every row ever
-    deleted. A few milliseconds for 100,000 dead rows; it takes no lock that the inserts, deletes
-    or the relay wait for, and skips the truncation (which would). Not inside a transaction (VACUUM
-    cannot run there)."""
+    deleted. 46 ms for 330,000 dead rows (about 25 B of WAL per event, mostly full-page images);
+    it takes no lock that the inserts, deletes or the relay wait for, except to truncate empty
+    pages at the end (after a backlog drained), which it tries only without waiting and gives up
+    as soon as another backend waits. Not inside a transaction (VACUUM cannot run there)."""
     if connection.in_atomic_block:
         return []
     vacuumed = []
@@ -208,7 +213,7 @@ def outbox_vacuum(*, dead_min: int = VACUUM_DEAD_MIN) -> list[str]:
         for table, dead, live in cursor.fetchall():
             threshold = max(dead_min if table == _OUTBOX else 1000, 4 * int(live))
             if int(dead) >= threshold:
-                cursor.execute(f"VACUUM (TRUNCATE false) {table}")
+                cursor.execute(f"VACUUM {table}")
                 vacuumed.append(table)
                 logger.info("relay: vacuumed %s (%d dead rows)", table, int(dead))
     return vacuumed
