@@ -10,6 +10,7 @@ from django.http import HttpResponse
 from django.test import Client
 
 from boards.fastpath import ROUTER as READS
+from boards.pages import chromes_forget
 from boards.selectors import distribution_cache, top_cache
 from boards.throttle import reader_buckets_forget
 from common.redis import client as redis_client
@@ -25,6 +26,7 @@ def clean_redis():
     distribution_cache.clear()
     catalog_forget_local()
     reader_buckets_forget()
+    chromes_forget()
     yield
 
 

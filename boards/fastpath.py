@@ -24,8 +24,10 @@ read falls through: its boards are read by scatter-gather in Django on redis-py'
 import asyncio
 import functools
 import logging
+import re
 import time
 import weakref
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -57,7 +59,7 @@ from common.redis import lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key
 
-from . import apis, keys, selectors
+from . import apis, keys, pages, selectors
 from .apis import BoardRead, CatalogRead
 from .keys import GLOBAL
 from .params import not_ranked, view_error
@@ -148,6 +150,9 @@ class FastReads:
         found = None
         if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope) and not on_cluster():
             found = ROUTER.match("GET", scope["path"])
+            if found is None and (page := PAGE.match(scope["path"])) is not None:
+                await self.page(page["game"], scope, receive, send)
+                return
         if found is None:
             await self.fallback(scope, receive, send)
             return
@@ -268,6 +273,88 @@ class FastReads:
             catalog = await self.catalog(slug, version)
         raise Fallback
 
+    async def page(self, slug: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """The board page (boards/pages.py), or Django's answer when this entrance cannot give it."""
+        scope[ROUTE_NAME] = PAGE_ROUTE
+        try:
+            body = await self.answer_page(slug, scope)
+        except Fallback:
+            await self.fallback(scope, receive, send)
+            return
+        except redis.RedisError as error:
+            _unavailable_log(error)
+            await self.fallback(scope, receive, send)  # Django's own answer to a page without Redis
+            return
+        await respond(send, scope, 200, body, allow=None, content_type=b"text/html; charset=utf-8")
+        FAST_ANSWERS[PAGE_ROUTE] += 1
+
+    async def answer_page(self, slug: str, scope: Scope) -> bytes:
+        """The page's pieces in one round trip: the top 100 (at the version held, with the
+        catalog's version in front), the season's regions, and with `?player=` the player's
+        standing, neighbours and friends; then pages.py assembles it."""
+        query = scope.get("query_string", b"")
+        values = query_values(query) if query else _NO_QUERY
+        wanted = {name: values.get(name) or None for name in ("board", "region", "period", "player")}
+        now = timezone.now()
+        version_key = catalog_version_key(slug)
+        catalog = catalog_local(slug=slug)
+        for _attempt in range(2):
+            if catalog is None:
+                catalog = await self.catalog(slug, await self.catalog_version(version_key))
+            view = _page_view(catalog, wanted, now)
+            version, page = await self.page_read(view, wanted["player"], version_key)
+            if version == catalog.version:
+                return pages.page_html(page)
+            catalog = await self.catalog(slug, version)
+        raise Fallback
+
+    async def page_read(self, view: BoardView, player: str | None, version_key: str) -> tuple[Any, pages.PageData]:
+        """(the catalog's version, the page's data), read in one pipeline."""
+        held = selectors.top_cache.peek((view.ref.key, pages.TOP_N))
+        top_keys, top_args = selectors.top_call(view, pages.TOP_N, held.version if held else "")
+        calls = [
+            (with_catalog(selectors.TOP_SCRIPT), [*top_keys, version_key], top_args),
+            (selectors.REGIONS_SCRIPT, [keys.regions_key(view.game.slug, view.season.id)], []),
+        ]
+        if player:
+            calls.append((selectors.PLAYER_SCRIPT, *selectors.player_call(view, player)))
+            calls.append((selectors.AROUND_SCRIPT, *selectors.around_call(view, player, 5)))
+            calls.append((selectors.FRIENDS_SCRIPT, *selectors.friends_call(view, player)))
+        replies = await self.pipelined(calls)
+        version, top_reply = replies[0][0], replies[0][1:]
+        top_version, entries = selectors.top_parse(view, top_reply)
+        top = held if entries is None and held is not None else Cached(version=top_version, value=entries or [])
+        if top is not held:
+            selectors.top_cache.put((view.ref.key, pages.TOP_N), top)
+        if not replies[1]:
+            raise Fallback  # the regions set is not built (or expired): Django builds it
+        page = pages.PageData(
+            view=view, regions=selectors.regions_listed(replies[1]), entries=top.value, top=top, player=player
+        )
+        if player:
+            me = selectors.player_parse(view, player, replies[2])
+            if me is not None:
+                around = selectors.around_parse(view, replies[3])
+                page = replace(page, me=me, around=around, friends=selectors.friends_parse(view, replies[4]))
+        return version, page
+
+    async def pipelined(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+        """The replies of these script calls, sent in one pipeline (loaded again if Redis lost them)."""
+        for _attempt in range(2):
+            pipe = self.client().pipeline(transaction=False)
+            for path, script_keys, args in calls:
+                sha = await self._scripts.sha_of(self.client(), path)
+                pipe.evalsha(sha, len(script_keys), *script_keys, *args)
+            replies = await pipe.execute(raise_on_error=False)
+            if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
+                self._scripts.sha.clear()
+                continue
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+            return list(replies)
+        raise Fallback
+
     def throttle(self, scope: Scope, now: datetime) -> None:
         """Spend the address's read token (in process: throttle.py); Django, if it answers after
         all, spends no second one."""
@@ -337,6 +424,37 @@ class FastReads:
             cached.body = render(op.render(read.present(view, args, cached.value)))
             script.cache.put(script.cache_key(view, args), cached)
         return cached.body
+
+
+PAGE = re.compile(r"^/games/(?P<game>[^/]+)/$")  # boards/page_urls.py's game-board
+PAGE_ROUTE = "game-board"
+
+
+def _page_view(catalog: Catalog, wanted: dict[str, str | None], now: datetime) -> BoardView:
+    """The board a page's address names, by this process's copy of the catalog (pages.page_view);
+    Django answers what this cannot: no season, a frozen board, a board split by player."""
+    assert catalog.game is not None
+    game = catalog.game
+
+    def resolve(board: str, region: str | None, period: str | None) -> BoardView:
+        return selectors.board_resolve(
+            game=game,
+            seasons=catalog.seasons,
+            pointer_id=catalog.pointer_id,
+            board=board,
+            region=region,
+            season=None,
+            period=period,
+            now=now,
+        )
+
+    try:
+        view = pages.page_view(wanted, resolve)
+    except selectors.UnknownSeason as exc:
+        raise Fallback from exc
+    if view.frozen or view.season.board_shards > 1:
+        raise Fallback
+    return view
 
 
 _last_unavailable_log = 0.0

@@ -310,6 +310,7 @@ class Cached:
     version: str
     value: Any
     body: bytes | None = None
+    extras: dict[str, Any] = field(default_factory=dict)  # other renderings of it (the page's rows)
 
 
 class _Flight:

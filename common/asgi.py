@@ -47,13 +47,17 @@ async def respond(
     status: int,
     body: bytes,
     *,
-    allow: bytes,
+    allow: bytes | None,
     extra: Sequence[tuple[bytes, bytes]] = (),
+    content_type: bytes = b"application/json",
 ) -> None:
-    """A JSON answer with the headers a DRF view's answer gets: its own (`extra`, then Allow), then
-    those Django's middleware adds, in Django's order (`django_headers`)."""
+    """An answer with the headers Django's gets: its view's own (`extra`, then a DRF view's Allow),
+    then those Django's middleware adds, in Django's order (`django_headers`)."""
     before, after = django_headers(secure=scope.get("scheme") == "https")
-    headers = [(b"Content-Type", b"application/json"), *extra, (b"Allow", allow), *before]
+    headers = [(b"Content-Type", content_type), *extra]
+    if allow is not None:
+        headers.append((b"Allow", allow))
+    headers += before
     headers += [(b"Content-Length", str(len(body)).encode()), *after]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -75,9 +75,7 @@ def test_the_game_lists_a_region_from_its_first_result_on(client, django_capture
         submit(game, key, "eu")
     assert client.get("/api/v1/games/arena").json()["regions"] == ["global", "eu"]  # built from the table
     with django_capture_on_commit_callbacks(execute=True):
-        submit_direct(
-            game, key, match_body([{"player_id": "bo", "points": 1, "region": "asia"}]), now=timezone.now()
-        )
+        submit_direct(game, key, match_body([{"player_id": "bo", "points": 1, "region": "asia"}]), now=timezone.now())
     assert client.get("/api/v1/games/arena").json()["regions"] == ["global", "asia", "eu"]  # added on commit
     SeasonRegion.objects.filter(region="asia").delete()
     season = game.seasons.get()
