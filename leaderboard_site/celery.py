@@ -139,8 +139,9 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "schedule": settings.RECONCILE_INTERVAL_S,
             "options": {"expires": settings.RECONCILE_INTERVAL_S / 2},
         },
-        # One publisher for all web processes: each changed board's top 10, at most once a second
-        # (ticks of 0.25 s, so a busy board is pushed every 1 to 1.25 s).
+        # One publisher for all web processes: each changed board's top 10 to the web processes
+        # every tick (0.25 s); each connection sends the newest it holds at most once a second
+        # (boards/consumers.py), so a tick's lag adds at most 0.25 s to what a client sees.
         "boards.publish_live": {"task": "boards.publish_live", "schedule": 0.25, "options": {"expires": 5}},
     }
 

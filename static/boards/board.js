@@ -113,14 +113,26 @@
   }
 
   // Live: the top 10 of the shown board. Reconnect with backoff; resync from REST each time.
-  let socket = null, backoff = 1000;
+  // A page that named its period (?period=) stays on it; one that did not follows the current
+  // period: when the server moves it to the next one (midnight UTC for the day board), the page
+  // loads again to show that period whole (rows, links, find me), each page at its own moment.
+  const namedPeriod = new URLSearchParams(location.search).get("period") ? page.period : null;
+  let socket = null, backoff = 1000, moving = false;
   function connect() {
     const proto = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${proto}://${location.host}/ws/games/${encodeURIComponent(page.game)}/boards/${page.board}/?region=${encodeURIComponent(page.region)}`);
+    const period = namedPeriod ? `&period=${encodeURIComponent(namedPeriod)}` : "";
+    socket = new WebSocket(`${proto}://${location.host}/ws/games/${encodeURIComponent(page.game)}/boards/${page.board}/?region=${encodeURIComponent(page.region)}${period}`);
     socket.onopen = () => { backoff = 1000; $("live").classList.add("on"); };
     socket.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
-      if (msg.type !== "top" || (page.periodic && msg.period !== page.period)) return;
+      if (msg.type !== "top") return;
+      if (page.periodic && msg.period !== page.period) {
+        if (!namedPeriod && !moving && msg.period > page.period) {
+          moving = true;
+          setTimeout(() => location.reload(), Math.random() * 5000);
+        }
+        return;
+      }
       const pushed = new Set(msg.entries.map((e) => e.player_id));
       const next = msg.entries.concat(topEntries.slice(msg.entries.length).filter((e) => !pushed.has(e.player_id)));
       renderTop(next, topEntries);
