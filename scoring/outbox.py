@@ -1,16 +1,17 @@
 """Accepted results on their way to the boards: the ledger's outbox.
 
-An accepted `ScoreEvent` has a row in `UnappliedEvent` until the board writer (boards/writer.py)
-has put it on every board it counts on: `outbox_add` writes it in the transaction that accepts the
-event (the submission, an approval, a reinstatement), `outbox_drop` deletes it when the event is
-applied or leaves `accepted` (a revocation, a ban, a withholding, an overflow). `events_apply_by_id`
-(the worker's task) reads the events among its ids that are still in the outbox, hands them to the
-writer, then, once its Lua call has succeeded, deletes their rows; `unapplied_select` (the relay, on
-beat) claims those left behind by a crash or a lost task. The writer's dedup markers make a second
-apply of the same event count nothing, so both may run at any time: a worker killed between the Lua
-call and the delete leaves the rows, the relay re-sends them, the script skips them for their
-markers and the next worker deletes them. Each apply's delete also records when it applied what
-(`outbox_applied`, one `ApplyRecord` row): the dedup marker check needs the time.
+An accepted `ScoreEvent` has a row in `UnappliedEvent` until the board writer (boards/writer.py) has
+put it on every board it counts on: `outbox_add` writes it in the transaction that accepts the event
+(the submission, an approval, a reinstatement), `outbox_applied` deletes it once the event is on the
+boards (and records when), `outbox_drop` when the event leaves `accepted` (a revocation, a ban, a
+withholding, an overflow). `events_apply_by_id` (the worker's task) reads the events among its ids
+that are still in the outbox, hands them to the writer, then, once its Lua call has succeeded,
+deletes their rows; `unapplied_select` (the relay, on beat) claims those left behind by a crash or a
+lost task. The writer's dedup markers make a second apply of the same event count nothing, so both
+may run at any time: a worker killed between the Lua call and the delete leaves the rows, the relay
+re-sends them, the script skips them for their markers and the next worker deletes them. Each
+apply's delete also records when it applied what (`outbox_applied`, one `ApplyRecord` row): the
+dedup marker check needs the time.
 
 The ledger row itself is never updated to mark an apply (docs/performance.md, "Ingest").
 """
@@ -71,8 +72,8 @@ def outbox_add(event_ids: list[int], *, accepted_at: datetime) -> None:
 
 
 def outbox_drop(event_ids: list[int]) -> int:
-    """Take events out of the outbox: applied (their Lua call succeeded, or a rebuild swapped in
-    boards that hold them), or no longer accepted. Returns how many were there."""
+    """Take events that are no longer accepted out of the outbox (in the transaction that changes
+    their status; applied ones go through `outbox_applied`). Returns how many were there."""
     if not event_ids:
         return 0
     with connection.cursor() as cursor:
