@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Read benchmark (issue 9): rank, around and top against a RUNNING service, the raw Redis limit of a
-rank read, and an open loop at 2,000 reads/s alone and under 5,000 events/s of batch ingest.
+"""Read benchmark: rank, around and top against a RUNNING service, every other public GET beside
+them, the floor of a Python ASGI server for a rank read, the raw Redis limit of a rank read, and an
+open loop at 2,000 reads/s alone and under 5,000 events/s of batch ingest.
 
     .venv/bin/python bench/reads.py --url http://127.0.0.1:8000 [--players 100000] [--workers 64]
         [--seconds 10] [--open-rate 2000] [--open-seconds 30] [--ingest-rate 5000] [--json PATH]
@@ -13,6 +14,13 @@ drawn at random over the whole board:
   A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
      (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
      (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
+  E. every other public GET (the board page alone, with ?player=, on the weekly tab; the game; its
+     seasons; the distribution), closed loop as in A, each beside the top read's req/s (target:
+     at least 0.7 of it); then all of them alike in an open loop at half the top read's rate for
+     --open-seconds (target: every p99 < 100 ms, no errors).
+  F. the floor: bench/floor.py (a bare ASGI app answering a player's rank with one EVALSHA and
+     orjson) on as many processes of leaderboard_site/serve.py as the web (WEB_CONCURRENCY, at
+     WEB_NICE), the rank read of A against it: each hot read's share of it (target: 0.7).
   B. the raw limit: the Lua the service runs for a rank read (boards/lua/ranking_lib.lua +
      player.lua, joined by "\\n", read at run time), called with EVALSHA straight on Redis, no Django,
      from --raw-clients (default --workers) concurrent redis.asyncio clients in this process for
@@ -234,11 +242,12 @@ class Result:
 class OpenRun:
     """One open loop: the offered rate and, per endpoint kind, the latencies from scheduled starts."""
 
-    def __init__(self, rate: float, seconds: float, give_up_s: float):
+    def __init__(self, rate: float, seconds: float, give_up_s: float, kinds: tuple[str, ...] = KINDS):
         self.offered = rate
         self.seconds = seconds
         self.give_up_s = give_up_s
-        self.by_kind = {kind: Result(kind) for kind in KINDS}
+        self.kinds = kinds
+        self.by_kind = {kind: Result(kind) for kind in kinds}
         self.sent = 0
         self.late_sends = 0
         self.gave_up_after_s: float | None = None
@@ -270,7 +279,7 @@ class OpenRun:
             if self.gave_up_after_s is not None
             else ""
         )
-        p99s = ", ".join(f"{k} p99 {self.by_kind[k].p(99):.0f} ms" for k in KINDS)
+        p99s = ", ".join(f"{k} p99 {self.by_kind[k].p(99):.0f} ms" for k in self.kinds)
         verdict = "met" if met else f"missed: {why}"
         return f"{label}: {gave_up}{p99s}, errors {self.errors} (target p99 < {target_ms:.0f} ms: {verdict})"
 
@@ -339,14 +348,22 @@ async def closed_loop(host: str, port: int, name: str, path_of, workers: int, se
 
 
 async def open_loop(
-    host: str, port: int, pick, rate: float, seconds: float, max_conns: int, give_up_s: float, on_start=None
+    host: str,
+    port: int,
+    pick,
+    rate: float,
+    seconds: float,
+    max_conns: int,
+    give_up_s: float,
+    on_start=None,
+    kinds: tuple[str, ...] = KINDS,
 ) -> OpenRun:
     """Requests start on a fixed schedule (`rate` per second) whatever the answers do; `pick()` gives
     (kind, path). Latency is measured from the scheduled start, so waiting for a free connection
     counts. When the schedule runs more than `give_up_s` late (all connections busy), the run stops:
     the offered rate is beyond capacity and the latency only grows from there. `on_start()` is
     called just before the schedule starts (after the connections are open)."""
-    run = OpenRun(rate, seconds, give_up_s)
+    run = OpenRun(rate, seconds, give_up_s, kinds)
     idle: list[Conn] = [Conn(host, port) for _ in range(min(64, max_conns))]
     await asyncio.gather(*(fetch(c, pick()[1]) for c in idle))
     opened = len(idle)
@@ -393,7 +410,7 @@ async def open_loop(
         task.add_done_callback(tasks.discard)
     await asyncio.gather(*tasks)
     run.elapsed = time.perf_counter() - t0
-    for kind in KINDS:
+    for kind in run.kinds:
         run.by_kind[kind].elapsed = run.elapsed
     for c in idle:
         c.close()
@@ -544,6 +561,50 @@ class IngestChild:
                 self.proc.wait()
 
 
+# --------------------------------------------------------------------------- phase E: every public GET
+PUBLIC_GETS = ("page", "page_player", "page_weekly", "game", "seasons", "distribution")
+PUBLIC_TARGET_SHARE = 0.7  # of the top read's requests/s, each
+PUBLIC_OPEN_TARGET_MS = 100  # p99 at half the top read's rate, open loop
+
+
+def public_paths(game: str, players: int, rng: random.Random):
+    api = f"/api/v1/games/{game}"
+    return {
+        "page": lambda: f"/games/{game}/",
+        "page_player": lambda: f"/games/{game}/?player={player_id(ranked_player(rng, players))}",
+        "page_weekly": lambda: f"/games/{game}/?board=weekly",
+        "game": lambda: api,
+        "seasons": lambda: f"{api}/seasons",
+        "distribution": lambda: f"{api}/boards/all/distribution",
+    }
+
+
+async def public_gets(args, host: str, port: int, game: str, top: Result, rng: random.Random) -> dict:
+    """Each public GET other than the hot three, closed loop as in phase A, beside the top read's
+    figure; then all of them in an open loop at half the top read's rate."""
+    paths = public_paths(game, args.players, rng)
+    out: dict = {"closed": {}}
+    for name in PUBLIC_GETS:
+        res = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
+        share = res.rps / top.rps if top.rps else float("nan")
+        log(res.line() + f"  ({share:.2f} of top)")
+        out["closed"][name] = {**res.figures(), "of_top": share}
+    rate = top.rps / 2
+
+    def mixed() -> tuple[str, str]:
+        kind = PUBLIC_GETS[rng.randrange(len(PUBLIC_GETS))]
+        return kind, paths[kind]()
+
+    log(f"phase E open loop: every public GET alike, {rate:.0f}/s (half the top read's) for {args.open_seconds:g} s")
+    run = await open_loop(
+        host, port, mixed, rate, args.open_seconds, args.max_conns, args.open_give_up_s, kinds=PUBLIC_GETS
+    )
+    for kind in PUBLIC_GETS:
+        log(run.by_kind[kind].line())
+    out["open"] = run
+    return out
+
+
 # --------------------------------------------------------------------------- phase F: the floor
 class FloorServers:
     """bench/floor.py's application on as many processes of leaderboard_site/serve.py as the
@@ -611,6 +672,10 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
             closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
             log(closed[name].line())
     out["closed"] = closed
+
+    log(f"phase E: every public GET, closed loop, {args.workers} connections, {args.seconds:g} s each")
+    with meter.phase("E"):
+        out["public"] = await public_gets(args, host, port, game, closed["top"], rng)
 
     log(f"phase F: the floor, bench/floor.py's rank read on the same server and processes, {args.seconds:g} s")
     with meter.phase("F"), FloorServers(args, game, info) as floor:
@@ -740,6 +805,14 @@ def main() -> None:
         f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, "
         f"raw {raw['rps']:.0f}/s, ratio {ratio:.2f}"
     )
+    public = out["public"]
+    shares = ", ".join(f"{name} {public['closed'][name]['of_top']:.2f}" for name in PUBLIC_GETS)
+    lines.append(
+        f"every public GET, of the top read's {c['top'].rps:.0f} req/s (target {PUBLIC_TARGET_SHARE}): {shares}"
+    )
+    lines.append(
+        public["open"].line(f"every public GET open loop {public['open'].offered:.0f}/s", PUBLIC_OPEN_TARGET_MS)
+    )
     of_floor = {name: c[name].rps / floor.rps if floor.rps else float("nan") for name in KINDS}
     lines.append(
         f"floor (bench/floor.py, same server and processes): rank {floor.rps:.0f} req/s p99 {floor.p(99):.0f} ms; "
@@ -756,6 +829,7 @@ def main() -> None:
             "raw": {k: v for k, v in raw.items() if k != "line"},
             "ratio": ratio,
             "floor": floor.figures(),
+            "public": {"closed": public["closed"], "open": public["open"].figures(PUBLIC_OPEN_TARGET_MS)},
             "of_floor": of_floor,
             "load_generator": {**cpu, "phases": meter.phases},
             "lines": lines,

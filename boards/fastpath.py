@@ -79,29 +79,34 @@ ROUTER = Router(
         isinstance(op.fast, CatalogRead) or (isinstance(op.fast, BoardRead) and op.fast.script is not None)
     ),
 )
-_WITH_CATALOG = (lua_path(__file__, "with_catalog_head.lua"), lua_path(__file__, "with_catalog_tail.lua"))
+TOGETHER = lua_path(__file__, "together.lua")
+ONE_READ = lua_path(__file__, "one_read.lua")
+Call = tuple[str, list[str], list[Any]]  # a read script's path (libraries joined), its KEYS and ARGV
 
 
 @functools.cache
-def with_catalog(path: str) -> str:
-    """A read script (libraries, then the script) as the fast entrance calls it: with the catalog's
-    version in front of its reply (lua/with_catalog_head.lua says how)."""
-    *libraries, script = path.split("+")
-    head, tail = _WITH_CATALOG
-    return "+".join([*libraries, head, script, tail])
+def together_source(paths: tuple[str, ...]) -> str:
+    """Read scripts as one (lua/together.lua says how): their libraries once, each script as a
+    function of its own KEYS and ARGV, then the runner that calls them with their slices and puts
+    the catalog's version in front (lua/one_read.lua for a single read: no counts to send)."""
+    libraries: list[str] = []
+    reads = []
+    for i, path in enumerate(paths, 1):
+        *libs, script = path.split("+")
+        libraries += [lib for lib in libs if lib not in libraries]
+        reads.append(f"reads[{i}] = function(KEYS, ARGV)\n{lua_source(script)}\nend")
+    runner = lua_source(ONE_READ if len(paths) == 1 else TOGETHER)
+    return "\n".join([*(lua_source(lib) for lib in libraries), "local reads = {}", *reads, runner])
 
 
-class _Scripts:
-    """EVALSHA of the read scripts, loaded on first use and again after a Redis restart."""
-
-    def __init__(self) -> None:
-        self.sha: dict[str, str] = {}
-
-    async def sha_of(self, client: redis.asyncio.Redis, path: str) -> str:
-        sha = self.sha.get(path)
-        if sha is None:
-            sha = self.sha[path] = str(await client.script_load(lua_source(path)))
-        return sha
+def together_args(calls: list[Call]) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV of a together.lua call of these reads (the catalog's version key still to add)."""
+    if len(calls) == 1:  # a hot read (lua/one_read.lua)
+        [(_, call_keys, call_args)] = calls
+        return [*call_keys], call_args
+    script_keys = [key for _, call_keys, _ in calls for key in call_keys]
+    counts = " ".join([*(str(len(k)) for _, k, _ in calls), *(str(len(a)) for _, _, a in calls)])
+    return script_keys, [counts, *(arg for _, _, call_args in calls for arg in call_args)]
 
 
 class FastReads:
@@ -113,7 +118,7 @@ class FastReads:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, redis.asyncio.Redis]]
         self._clients = weakref.WeakKeyDictionary()
         self._last: tuple[asyncio.AbstractEventLoop, redis.asyncio.Redis] | None = None
-        self._scripts = _Scripts()
+        self._shas: dict[tuple[str, ...], str] = {}  # together_source's SHA by reads, once loaded
         setting_changed.connect(self._settings_changed, weak=True)
 
     def _settings_changed(self, **kwargs: Any) -> None:
@@ -209,8 +214,8 @@ class FastReads:
 
     async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
         """The read's body, in one Redis call: the read's script with the catalog's version in
-        front of its reply (lua/with_catalog_*.lua), or for a held answer of a split board one MGET
-        of its versions and the catalog's. The board is resolved with this process's copy of the
+        front of its reply (lua/together.lua), or for a held answer of a split board one MGET of its
+        versions and the catalog's. The board is resolved with this process's copy of the
         catalog; when the call says the catalog has changed since, the read is made again at the
         new version (its answer thrown away)."""
         read: BoardRead = op.fast
@@ -244,8 +249,8 @@ class FastReads:
 
     async def answer_catalog(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
         """A read of a game's catalog: the catalog's version checked (with the current season's
-        regions, when the read wants them, in the same call: lua/regions.lua with the catalog in
-        front), then the declared answer from this process's copy."""
+        regions, when the read wants them, in the same call: lua/regions.lua in together.lua), then
+        the declared answer from this process's copy."""
         read: CatalogRead = op.fast
         args = op.arguments(path_args, _NO_QUERY)
         now = timezone.now()
@@ -259,10 +264,8 @@ class FastReads:
             current = selectors.catalog_current(catalog, now) if read.regions else None
             regions = [GLOBAL]
             if current is not None:
-                reply = await self.evalsha(
-                    with_catalog(selectors.REGIONS_SCRIPT), [keys.regions_key(slug, current.id), version_key], []
-                )
-                version, members = reply[0], reply[1:]
+                regions_call: Call = (selectors.REGIONS_SCRIPT, [keys.regions_key(slug, current.id)], [])
+                version, [members] = await self.together([regions_call], version_key)
                 if version == catalog.version and not members:
                     raise Fallback  # the regions set is not built (or expired): Django builds it
                 regions = selectors.regions_listed(members)
@@ -309,20 +312,18 @@ class FastReads:
         raise Fallback
 
     async def page_read(self, view: BoardView, player: str | None, version_key: str) -> tuple[Any, pages.PageData]:
-        """(the catalog's version, the page's data), read in one pipeline."""
+        """(the catalog's version, the page's data), read in one call (lua/together.lua)."""
         held = selectors.top_cache.peek((view.ref.key, pages.TOP_N))
-        top_keys, top_args = selectors.top_call(view, pages.TOP_N, held.version if held else "")
-        calls = [
-            (with_catalog(selectors.TOP_SCRIPT), [*top_keys, version_key], top_args),
+        calls: list[Call] = [
+            (selectors.TOP_SCRIPT, *selectors.top_call(view, pages.TOP_N, held.version if held else "")),
             (selectors.REGIONS_SCRIPT, [keys.regions_key(view.game.slug, view.season.id)], []),
         ]
         if player:
             calls.append((selectors.PLAYER_SCRIPT, *selectors.player_call(view, player)))
             calls.append((selectors.AROUND_SCRIPT, *selectors.around_call(view, player, 5)))
             calls.append((selectors.FRIENDS_SCRIPT, *selectors.friends_call(view, player)))
-        replies = await self.pipelined(calls)
-        version, top_reply = replies[0][0], replies[0][1:]
-        top_version, entries = selectors.top_parse(view, top_reply)
+        version, replies = await self.together(calls, version_key)
+        top_version, entries = selectors.top_parse(view, replies[0])
         top = held if entries is None and held is not None else Cached(version=top_version, value=entries or [])
         if top is not held:
             selectors.top_cache.put((view.ref.key, pages.TOP_N), top)
@@ -337,23 +338,6 @@ class FastReads:
                 around = selectors.around_parse(view, replies[3])
                 page = replace(page, me=me, around=around, friends=selectors.friends_parse(view, replies[4]))
         return version, page
-
-    async def pipelined(self, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
-        """The replies of these script calls, sent in one pipeline (loaded again if Redis lost them)."""
-        for _attempt in range(2):
-            pipe = self.client().pipeline(transaction=False)
-            for path, script_keys, args in calls:
-                sha = await self._scripts.sha_of(self.client(), path)
-                pipe.evalsha(sha, len(script_keys), *script_keys, *args)
-            replies = await pipe.execute(raise_on_error=False)
-            if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
-                self._scripts.sha.clear()
-                continue
-            for reply in replies:
-                if isinstance(reply, Exception):
-                    raise reply
-            return list(replies)
-        raise Fallback
 
     def throttle(self, scope: Scope, now: datetime) -> None:
         """Spend the address's read token (in process: throttle.py); Django, if it answers after
@@ -381,20 +365,31 @@ class FastReads:
                 raise Fallback
             versions: list[Any] = await self.client().mget([*script.split_versions(view), version_key])
             return versions[-1], versions[:-1], held
-        script_keys, argv = script.call(view, args, held.version if held else "")
-        reply = await self.evalsha(with_catalog(script.script), [*script_keys, version_key], argv)
-        return reply[0], reply[1:], held
+        call: Call = (script.script, *script.call(view, args, held.version if held else ""))
+        version, [reply] = await self.together([call], version_key)
+        return version, reply, held
 
-    async def evalsha(self, path: str, script_keys: list[str], args: list[Any]) -> Any:
-        """EVALSHA of the script; loaded first when this process has not, or Redis lost it."""
+    async def together(self, calls: list[Call], version_key: str) -> tuple[str | None, list[Any]]:
+        """(the catalog's version, each read's reply): these read scripts in one EVALSHA
+        (lua/together.lua), loaded first when this process has not, or Redis lost it."""
+        paths = tuple(path for path, _, _ in calls)
+        script_keys, args = together_args(calls)
+        script_keys.append(version_key)
         client = self.client()
-        sha = await self._scripts.sha_of(client, path)
-        try:
-            return await client.evalsha(sha, len(script_keys), *script_keys, *args)
-        except redis.exceptions.NoScriptError:
-            self._scripts.sha.clear()  # Redis restarted without its scripts
-            sha = await self._scripts.sha_of(client, path)
-            return await client.evalsha(sha, len(script_keys), *script_keys, *args)
+        for attempt in range(2):
+            sha = self._shas.get(paths)
+            if sha is None:
+                sha = self._shas[paths] = str(await client.script_load(together_source(paths)))
+            try:
+                reply = await client.evalsha(sha, len(script_keys), *script_keys, *args)
+            except redis.exceptions.NoScriptError:
+                self._shas.clear()  # Redis restarted without its scripts
+                if attempt:
+                    raise
+                continue
+            version = reply[0]
+            return (str(version) if version else None), list(reply[1:])
+        raise Fallback
 
     def body(
         self, op: Operation, read: BoardRead, view: BoardView, args: Args, reply: Any, held: Cached | None
