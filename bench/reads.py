@@ -680,7 +680,12 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
     log(f"phase F: the floor, bench/floor.py's rank read on the same server and processes, {args.seconds:g} s")
     with meter.phase("F"), FloorServers(args, game, info) as floor:
         out["floor"] = await closed_loop("127.0.0.1", floor.port, "floor", paths["rank"], args.workers, args.seconds)
-    log(out["floor"].line())
+        log(out["floor"].line())
+        around = await closed_loop(
+            "127.0.0.1", floor.port, "floor_around", lambda: paths["around"]().split("?")[0], args.workers, args.seconds
+        )
+        out["floor_around"] = around
+    log(around.line())
 
     log(f"phase B: raw player.lua on Redis, {args.raw_clients or args.workers} clients, {args.seconds:g} s")
     with meter.phase("B"):
@@ -818,6 +823,12 @@ def main() -> None:
         f"floor (bench/floor.py, same server and processes): rank {floor.rps:.0f} req/s p99 {floor.p(99):.0f} ms; "
         + ", ".join(f"{name} {of_floor[name]:.2f} of it" for name in KINDS)
     )
+    floor_around = out["floor_around"]
+    around_share = c["around"].rps / floor_around.rps if floor_around.rps else float("nan")
+    lines.append(
+        f"floor of an around read (bench/floor.py's around.lua and orjson): {floor_around.rps:.0f} req/s; "
+        f"the service's around {around_share:.2f} of it"
+    )
     if args.json:
         figures = {
             "game": game,
@@ -829,6 +840,7 @@ def main() -> None:
             "raw": {k: v for k, v in raw.items() if k != "line"},
             "ratio": ratio,
             "floor": floor.figures(),
+            "floor_around": out["floor_around"].figures(),
             "public": {"closed": public["closed"], "open": public["open"].figures(PUBLIC_OPEN_TARGET_MS)},
             "of_floor": of_floor,
             "load_generator": {**cpu, "phases": meter.phases},
