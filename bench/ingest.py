@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ingest benchmark (issue 10): signed submissions against a RUNNING service (web, a Celery worker
+"""Ingest benchmark: signed submissions against a RUNNING service (web, a Celery worker
 and beat; scripts/bench.sh starts them), then the service's own board writer alone.
 
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 300000] [--players 1000000]
