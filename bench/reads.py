@@ -14,7 +14,7 @@ drawn at random over the whole board:
   A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
      (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
      (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
-  E. every other public GET (the board page alone, with ?player=, on the weekly tab; the game; its
+  E. every other public GET (the list of games, the board page alone, with ?player=, on the weekly tab; the game; its
      seasons; the distribution), closed loop as in A, each beside the top read's req/s (target:
      at least 0.7 of it); then all of them alike in an open loop at half the top read's rate for
      --open-seconds (target: every p99 < 100 ms, no errors).
@@ -562,7 +562,7 @@ class IngestChild:
 
 
 # --------------------------------------------------------------------------- phase E: every public GET
-PUBLIC_GETS = ("page", "page_player", "page_weekly", "game", "seasons", "distribution")
+PUBLIC_GETS = ("home", "page", "page_player", "page_weekly", "game", "seasons", "distribution")
 PUBLIC_TARGET_SHARE = 0.7  # of the top read's requests/s, each
 PUBLIC_OPEN_TARGET_MS = 100  # p99 at half the top read's rate, open loop
 
@@ -570,6 +570,7 @@ PUBLIC_OPEN_TARGET_MS = 100  # p99 at half the top read's rate, open loop
 def public_paths(game: str, players: int, rng: random.Random):
     api = f"/api/v1/games/{game}"
     return {
+        "home": lambda: "/",
         "page": lambda: f"/games/{game}/",
         "page_player": lambda: f"/games/{game}/?player={player_id(ranked_player(rng, players))}",
         "page_weekly": lambda: f"/games/{game}/?board=weekly",
