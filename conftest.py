@@ -16,11 +16,15 @@ from boards.throttle import reader_buckets_forget
 from common.redis import client as redis_client
 from common.testing import asgi_request
 from scoring.fastpath import ROUTER as SINGLES
+from scoring.services import apply_flush
 from seasons.catalog import catalog_forget_local
 
 
 @pytest.fixture(autouse=True)
 def clean_redis():
+    # Events an earlier test accepted may still be gathered for the apply queue (apply_buffer.py,
+    # a flusher thread sends them a linger later): sent now, before the flush, never into this test.
+    apply_flush()
     redis_client().flushall()
     top_cache.clear()
     distribution_cache.clear()
@@ -28,6 +32,7 @@ def clean_redis():
     reader_buckets_forget()
     chromes_forget()
     yield
+    apply_flush()
 
 
 class ProductionClient(Client):
