@@ -114,8 +114,33 @@ def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, Game]]:
     return found
 
 
-def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
-    """Apply results to the boards (see the module docstring). Paused (rebuilding) games apply
+@dataclass(frozen=True)
+class CompetitionBoard:
+    """A competition's board (a tournament period), written by the same apply script as the season
+    boards, in its own call: its key and hash tag come from the competition's keys module, its
+    dedup markers lie in that tag's slot (so a result counts once on it, whatever is redelivered,
+    apart from its season boards' markers), its scores use the codec of `time_bits` from `starts_at`."""
+
+    game: str
+    key: str
+    tag: str  # the hash tag, braces included
+    starts_at: datetime
+    time_bits: int
+    best: bool  # the best single result (else the sum)
+    ascending: bool  # lower is better (best only)
+    dense: bool
+    ttl_s: int
+
+
+def events_apply(
+    *,
+    events: list[EventRow],
+    dedup_ttl_s: int,
+    chunk: int = 2000,
+    competitions: Mapping[CompetitionBoard, list[EventRow]] | None = None,
+) -> ApplyReport:
+    """Apply results to the boards (see the module docstring), and to the competition boards the
+    results counted on (`competitions`: each board's events). Paused (rebuilding) games apply
     nothing: those events are reported `paused`, for the caller to retry. One round trip for every
     group (on a cluster, one per node: scatter.py); the boards changed go to the live publisher."""
     report = ApplyReport()
@@ -125,12 +150,76 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
     groups = _groups_by_boards(events, meta)
     redis = boards_client()
     script = lua_script(APPLY_SCRIPT)
-    calls, slots = _script_calls(
-        groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=isinstance(redis, RedisCluster)
-    )
-    replies = _script_calls_run(redis, script, calls, slots)
-    boards_touched(_replies_count(calls, replies, report))
+    cluster = isinstance(redis, RedisCluster)
+    calls, slots = _script_calls(groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=cluster)
+    extra = _competition_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    for board in competitions or {}:
+        if cluster:
+            slots[board.game].add(board.tag)
+    replies = _script_calls_run(redis, script, calls + extra, slots)
+    changed = _replies_count(calls, replies[: len(calls)], report)
+    changed |= _competition_replies(extra, replies[len(calls) :], report)
+    boards_touched(changed)
     return report
+
+
+def _competition_calls(
+    competitions: Mapping[CompetitionBoard, list[EventRow]], *, dedup_ttl_s: int, chunk: int
+) -> "list[_ScriptCall]":
+    """The apply script's calls for the competition boards: one board each (a sum board or a best
+    board), the dedup markers in the board's slot; the pause flag and hidden set as the season
+    boards of one Redis read them (on a cluster, their copies in the board's slot)."""
+    calls: list[_ScriptCall] = []
+    prefix = keys.deployment_prefix()
+    flags_slot_on_cluster = on_cluster()
+    for board, rows in competitions.items():
+        codec = ScoreCodec(board.time_bits)
+        start_us = keys.epoch_micros(board.starts_at)
+        flags = board.tag if flags_slot_on_cluster else ""
+        n_sum, n_best = (0, 1) if board.best else (1, 0)
+        for start in range(0, len(rows), chunk):
+            script_keys = [keys.pause_key(board.game, flags), keys.hidden_key(board.game, flags), board.key]
+            if board.dense:
+                script_keys.append(keys.distinct_key(board.key))
+            script_keys.append(keys.version_key(board.key))
+            args: list[Any] = [codec.time_span, codec.max_points, n_sum, n_best, int(board.dense), dedup_ttl_s]
+            args.append(board.ttl_s)
+            dedup_index: dict[str, int] = {}
+            for e in rows[start : start + chunk]:
+                dkey, dfield = keys.dedup_location(e.id, board.tag, prefix)
+                if dkey not in dedup_index:
+                    script_keys.append(dkey)
+                    dedup_index[dkey] = len(script_keys)
+                micros = keys.epoch_micros(e.accepted_at)
+                reached = min(reached_seconds(season_start_us=start_us, accepted_us=micros), codec.max_reached_s)
+                points = codec.stored_points(e.points, ascending=board.ascending)
+                args += [
+                    e.id,
+                    dedup_index[dkey],
+                    dfield,
+                    e.player_id,
+                    points,
+                    reached,
+                    keys.dedup_tag_micros(e.id, micros),
+                ]
+            calls.append(_ScriptCall(rows[start : start + chunk], [board.key], script_keys, args))
+    return calls
+
+
+def _competition_replies(calls: "list[_ScriptCall]", replies: list[Any], report: ApplyReport) -> set[str]:
+    """The competition calls' replies: the boards that changed. An event of a paused call (a
+    rebuild) is taken off `report.on_boards`, for the relay to send again."""
+    changed: set[str] = set()
+    paused: set[int] = set()
+    for (part, board_keys, _, _), reply in zip(calls, replies, strict=True):
+        if reply[0] == "paused":
+            paused.update(e.id for e in part)
+        elif int(reply[1]):
+            changed.update(board_keys)
+    if paused:
+        report.on_boards = [event_id for event_id in report.on_boards if event_id not in paused]
+        report.paused += len(paused)
+    return changed
 
 
 _GroupKey = tuple[int, date, str | None, tuple[str, ...], int | None]  # season, day, region, extras, shard
@@ -213,7 +302,7 @@ def _group_calls(
     prefix: str,
     dedup_ttl_s: int,
     chunk: int,
-) -> list[_ScriptCall]:
+) -> "list[_ScriptCall]":
     """One group's script calls, `chunk` events each (lua/apply_events.lua's header has KEYS and
     ARGV): the pause flag, the hidden set, the boards (with the dense rule their companions), their
     versions, then each dedup hash as the events need it; ARGV the codec's figures and the boards'

@@ -7,14 +7,19 @@ the events, and gives the counters back when that transaction fails. The attempt
 are counted here from those rows (the ledger), to fill a counter Redis has lost.
 """
 
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
 from django.db.models import Count
 
+from boards.writer import CompetitionBoard, EventRow
 from common.db import copy_rows
+from competitions.boards import period_board
 from competitions.entry import COUNTED, Entry, entrants_record, entries_decide, entries_undo
 from competitions.models import Tournament
+from competitions.periods import period_number
+from competitions.services import schedule_of
 
 from .models import EventStatus, TournamentResult
 
@@ -62,3 +67,26 @@ def entries_record(*, rows: list[tuple[int, Entry]], now: datetime) -> None:
         binary=True,
     )
     entrants_record(entries=[e for _, e in rows], now=now)
+
+
+def competition_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventRow]]:
+    """The tournament period boards these events counted on (their `counted` verdicts), each with
+    its events: the worker applies them with the season boards, by the same script."""
+    if not rows:
+        return {}
+    by_id = {row.id: row for row in rows}
+    counted = TournamentResult.objects.filter(event_id__in=list(by_id), verdict=COUNTED).select_related(
+        "tournament__game"
+    )
+    grouped: dict[tuple[int, int], list[TournamentResult]] = defaultdict(list)
+    for result in counted:
+        if result.period is not None:
+            grouped[(result.tournament_id, result.period)].append(result)
+    boards: dict[CompetitionBoard, list[EventRow]] = {}
+    for results in grouped.values():
+        tournament = results[0].tournament
+        period = period_number(schedule_of(tournament), results[0].period or 0)
+        board = period_board(tournament=tournament, period=period) if period is not None else None
+        if board is not None:
+            boards[board] = [by_id[r.event_id] for r in results]
+    return boards

@@ -26,6 +26,7 @@ from django.utils import timezone
 from boards.writer import ApplyReport, EventRow, events_apply
 from common.observability import Histogram, observe_many
 
+from .entries import competition_boards_of
 from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .selectors import json_list
 
@@ -142,7 +143,7 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
     stay, for the relay.
     """
     rows = _unapplied_rows(event_ids)
-    report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk, competitions=competition_boards_of(rows))
     now = timezone.now()
     outbox_applied(report.on_boards)
     if report.refused:

@@ -16,7 +16,16 @@ from competitions import keys
 from competitions.models import Tournament, TournamentEntrant
 from competitions.services import entrant_join
 from scoring.models import MatchSubmission, ScoreEvent, TournamentResult
-from scoring.testing import make_game, make_key, match_body, result_path, signed_post, submit_direct
+from scoring.testing import (
+    drain,
+    make_game,
+    make_key,
+    match_body,
+    outbox_restore,
+    result_path,
+    signed_post,
+    submit_direct,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -150,3 +159,43 @@ def test_100_concurrent_results_of_one_player_with_3_attempts_count_exactly_3():
     assert outcomes.count("no_attempts_left") == 97
     assert TournamentResult.objects.filter(verdict="counted").count() == 3
     assert attempts(game, "cup", "maya") == 3
+
+
+def board_points(game, tournament, period=1):
+    """The period's board as {player: points shown}, read straight from Redis."""
+    from competitions.boards import period_time_bits
+
+    span = 1 << period_time_bits(tournament)
+    raw = boards_client().zrange(keys.board_key(game.slug, tournament.slug, period), 0, -1, withscores=True)
+    capacity = (1 << (53 - period_time_bits(tournament))) - 1
+    shown = {}
+    for member, score in raw:
+        points = int(score) // span
+        shown[member] = capacity - points if tournament.order == "asc" else points
+    return shown
+
+
+@pytest.mark.parametrize(
+    ("scoring", "order", "expected"),
+    [
+        ("best", "desc", {"maya": 30, "leo": 5}),
+        ("sum", "desc", {"maya": 40, "leo": 5}),
+        ("best", "asc", {"maya": 10, "leo": 5}),
+    ],
+)
+def test_counted_results_reach_the_period_board_once_by_the_same_apply(scoring, order, expected):
+    game = make_game()
+    key = make_key(game)
+    tournament = cup(game, scoring=scoring, order=order, max_attempts=2)
+    now = timezone.now()
+    for player, points in [("maya", 10), ("maya", 30), ("maya", 99), ("leo", 5)]:
+        submit_direct(game, key, match_body([{"player_id": player, "points": points}], tournaments=["cup"]), now=now)
+    drain()
+    assert board_points(game, tournament) == expected  # maya's third result had no attempt left
+    outbox_restore(ScoreEvent.objects.all())  # a worker killed after its Lua call: everything again
+    drain()
+    assert board_points(game, tournament) == expected
+    plain = submit_direct(game, key, match_body([{"player_id": "ana", "points": 50}]), now=now)
+    drain()
+    assert "tournaments" not in plain.body["results"][0]
+    assert "ana" not in board_points(game, tournament)
