@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from rest_framework.exceptions import ValidationError as DrfValidationError
 
 from common.admin_mixins import ReadOnlyAdminMixin
@@ -82,8 +83,8 @@ class TournamentAdmin(admin.ModelAdmin):
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             ((p["index"], iso(p["starts_at"]), iso(p["ends_at"]), p["status"], p["entrants"]) for p in rows),
         )
-        head = "<tr><th>#</th><th>starts</th><th>ends</th><th>status</th><th>entrants</th></tr>"
-        return format_html("<table>{}{}</table>", format_html(head), body)
+        head = mark_safe("<tr><th>#</th><th>starts</th><th>ends</th><th>status</th><th>entrants</th></tr>")
+        return format_html("<table>{}{}</table>", head, body)
 
 
 @admin.register(TournamentPeriod)
