@@ -24,9 +24,9 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from anticheat.testing import make_key
 from boards import apis as board_apis
 from boards.testing import period_misfits, record
-from competitions import apis as competition_apis
 from common.signing import signed_headers
 from common.testing import free_port, start_web, stop
+from competitions import apis as competition_apis
 from scoring import apis as scoring_apis
 from seasons.testing import make_game
 
