@@ -55,7 +55,7 @@ from common.asgi import (
     respond_error,
 )
 from common.operations import FAST_ANSWERS, Args, Operation, Router
-from common.redis import lua_path, lua_source, on_cluster
+from common.redis import AsyncTimedConnection, lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key
 
@@ -100,13 +100,18 @@ def together_source(paths: tuple[str, ...]) -> str:
 
 
 def together_args(calls: list[Call]) -> tuple[list[str], list[Any]]:
-    """KEYS and ARGV of a together.lua call of these reads (the catalog's version key still to add)."""
+    """KEYS and ARGV of a together.lua call of these reads (the catalog's version key still to
+    add): each key sent once (the reads of one board share theirs), each read's keys named by
+    their places in KEYS."""
     if len(calls) == 1:  # a hot read (lua/one_read.lua)
         [(_, call_keys, call_args)] = calls
         return [*call_keys], call_args
-    script_keys = [key for _, call_keys, _ in calls for key in call_keys]
-    counts = " ".join([*(str(len(k)) for _, k, _ in calls), *(str(len(a)) for _, _, a in calls)])
-    return script_keys, [counts, *(arg for _, _, call_args in calls for arg in call_args)]
+    places: dict[str, int] = {}
+    specs = []
+    for _, call_keys, call_args in calls:
+        at = [places.setdefault(key, len(places) + 1) for key in call_keys]
+        specs.append(f"{','.join(map(str, at))}/{len(call_args)}")
+    return list(places), [" ".join(specs), *(arg for _, _, call_args in calls for arg in call_args)]
 
 
 class FastReads:
@@ -137,6 +142,7 @@ class FastReads:
             # its 100th connection, which answered bursts with 503s.
             pool = redis.asyncio.BlockingConnectionPool.from_url(
                 url,
+                connection_class=AsyncTimedConnection,
                 max_connections=settings.REDIS_FAST_PATH_CONNECTIONS,
                 timeout=settings.REDIS_SOCKET_TIMEOUT_S,
                 decode_responses=True,

@@ -15,11 +15,12 @@ written once (`rows_html`).
 """
 
 import html
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import orjson
 from django.template.loader import render_to_string
@@ -53,6 +54,15 @@ class PageData:
     friends: list[Entry] | None = None
 
 
+_NEEDS_ESCAPE = re.compile(r"[&<>\"']").search
+
+
+def _escape(text: str) -> str:
+    """html.escape, skipped for text with nothing to escape (most ids and names: one search
+    instead of five replaces)."""
+    return html.escape(text) if _NEEDS_ESCAPE(text) else text
+
+
 def page_html(page: PageData) -> bytes:
     """The page, UTF-8."""
     chrome = _chrome(page.view, page.regions, bool(page.player))
@@ -71,7 +81,7 @@ def page_html(page: PageData) -> bytes:
         ),
         "page_json": _page_json(page),
     }
-    text_player, link_player = html.escape(player), urlencode({"player": player})[len("player=") :]
+    text_player, link_player = _escape(player), quote_plus(player)
     out = []
     for segment, part in zip(chrome, [*_PARTS, None], strict=True):
         if page.player:
@@ -87,10 +97,10 @@ def rows_html(entries: list[Entry], player: str, *, friends: bool = False) -> st
     the player's own row marked `me`."""
     out = []
     for e in entries:
-        pid = html.escape(e["player_id"])
+        pid = _escape(e["player_id"])
         mine = ' class="me"' if e["player_id"] == player else ""
         board_rank = f'<td class="board-rank">#{e["board_rank"]}</td>' if friends else ""
-        name = html.escape(e["display_name"] or e["player_id"])
+        name = _escape(e["display_name"] or e["player_id"])
         out.append(
             f'<tr data-player="{pid}"{mine}><td class="rank">{e["rank"]}</td>{board_rank}'
             f'<td class="name">{name}</td><td class="score">{e["score"]}</td></tr>\n      '
@@ -106,7 +116,7 @@ def _top_rows(page: PageData) -> str:
     if rows is None:
         rows = page.top.extras["rows_html"] = rows_html(page.entries, "")
     if page.player:
-        pid = html.escape(page.player)
+        pid = _escape(page.player)
         rows = rows.replace(f'<tr data-player="{pid}">', f'<tr data-player="{pid}" class="me">', 1)
     return str(rows)
 
@@ -116,11 +126,11 @@ def _me_html(page: PageData) -> str:
     text = ""
     if page.me is not None:
         me = page.me
-        name = html.escape(me.display_name or me.player_id)
+        name = _escape(me.display_name or me.player_id)
         top = max(0.1, 100 - me.percentile)
         text = f"{name}: rank {me.rank} of {me.total}, score {me.score} (top {top:.1f}%)"
     elif page.player:
-        text = f"{html.escape(page.player)}: not ranked yet on this board."
+        text = f"{_escape(page.player)}: not ranked yet on this board."
     return f'<section id="me" class="me" aria-live="polite"{hidden}>{text}</section>'
 
 

@@ -13,6 +13,7 @@ configured in leaderboard_site/settings. The prefix belongs to one deployment (b
 after its database), so deployments sharing a Redis never meet.
 """
 
+import asyncio
 import threading
 from collections.abc import Iterable
 from functools import cache
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import redis.asyncio
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -31,6 +33,27 @@ from redis.retry import Retry
 _client_lock = threading.Lock()
 _clients: dict[str, redis.Redis] = {}
 _cluster_clients: dict[str, RedisCluster] = {}
+
+
+class AsyncTimedConnection(redis.asyncio.Connection):
+    """redis-py's asyncio connection, its write bounded by `asyncio.timeout` instead of
+    `asyncio.wait_for`: the same socket timeout, without the task that wait_for makes for every
+    command on Python 3.11 (12 us of CPU each, plus a turn of the event loop; reads were already
+    bounded this way). Used by the fast entrance's pool (boards/fastpath.py)."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        timeout = self.socket_timeout
+        if not timeout:
+            await super().send_packed_command(command, check_health)
+            return
+        self.socket_timeout = None  # for this write only, bounded here; restored before the reply is read
+        try:
+            async with asyncio.timeout(timeout):
+                await super().send_packed_command(command, check_health)
+        except TimeoutError:
+            raise redis.exceptions.TimeoutError("Timeout writing to socket") from None
+        finally:
+            self.socket_timeout = timeout
 
 
 def quick_retry() -> Retry:

@@ -1,15 +1,20 @@
 """ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), single-result
 POSTs on theirs (scoring/fastpath.py, in groups), every other HTTP request through Django behind a
-per-process admission limit (admission.py), WebSockets through each app's routing. In front of all
-HTTP: the request id and the request metrics (common/observability.py)."""
+per-process admission limit (admission.py), in one hop to a thread (django_handler.py); WebSockets
+through each app's routing. In front of all HTTP: the request id and the request metrics
+(common/observability.py)."""
 
 import gc
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "leaderboard_site.settings.base")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
+
+from leaderboard_site.django_handler import OneHopHandler  # noqa: E402
+
+django_asgi_app = OneHopHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

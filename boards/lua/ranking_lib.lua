@@ -139,10 +139,13 @@ local function rank_of(key, companion, span, rule, score, position)
   return 1 + more_points(key, span, p)
 end
 
--- Flat reply for entries: member, points, rank, display name (false when unknown).
+-- Flat reply for entries: member, points, rank, display name (false when unknown). `slice` is in
+-- display order; an entry right after the one before it (the next position) with fewer points
+-- needs no count: everyone above it holds more points, so its competition rank is its position + 1
+-- and its dense rank the one before + 1. Only the first entry, and any after a gap, are counted.
 local function entries_reply(key, companion, names, span, rule, slice)
   local reply = {}
-  local prev_points, prev_rank = nil, nil
+  local prev_points, prev_rank, prev_position = nil, nil, nil
   local members = {}
   for i, e in ipairs(slice) do members[i] = e[1] end
   local display = {}
@@ -151,12 +154,16 @@ local function entries_reply(key, companion, names, span, rule, slice)
   for i, e in ipairs(slice) do
     local p = points_of(e[2], span)
     local rank
-    if shared and p == prev_points then
+    if not shared then
+      rank = e[3] + 1
+    elseif p == prev_points then
       rank = prev_rank
+    elseif prev_position ~= nil and e[3] == prev_position + 1 then
+      if rule == 'dense' then rank = prev_rank + 1 else rank = e[3] + 1 end
     else
       rank = rank_of(key, companion, span, rule, e[2], e[3])
     end
-    prev_points, prev_rank = p, rank
+    prev_points, prev_rank, prev_position = p, rank, e[3]
     reply[#reply + 1] = e[1]
     reply[#reply + 1] = p
     reply[#reply + 1] = rank

@@ -97,6 +97,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Requests of one web process inside Django at once (leaderboard_site/admission.py); the rest wait
 # on the event loop. A few overlap one request's database and Redis waits with another's Python.
 DJANGO_CONCURRENCY = env_int("DJANGO_CONCURRENCY", 4)
+# Django's requests run on a pool of DJANGO_CONCURRENCY threads (leaderboard_site/django_handler.py);
+# the tests run them on the calling thread, whose connection holds the test's transaction.
+DJANGO_IN_CALLER_THREAD = False
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -25,3 +25,4 @@ CELERY_TASK_ALWAYS_EAGER = False
 # The single-result fast path runs its groups in the calling thread here, as Django's test client
 # runs async views: the test's transaction (and its data) lives on that thread's connection.
 SINGLES_IN_CALLER_THREAD = True
+DJANGO_IN_CALLER_THREAD = True  # and so do Django's requests (leaderboard_site/django_handler.py)
