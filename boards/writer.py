@@ -457,6 +457,62 @@ def player_scores_write(
     return changed
 
 
+def competition_scores_write(
+    *,
+    board: CompetitionBoard,
+    scores: Mapping[str, int | None],
+    included: Mapping[str, list[tuple[int, datetime]]],
+    dedup_ttl_s: int,
+) -> int | None:
+    """Write players' re-derived scores on a competition board as absolute values (None removes
+    the player), each player's in one call of the correction script with the dedup markers (in the
+    board's slot) of the results (event id, accepted at) the value includes, so a queued apply of
+    one of them cannot count it again. Returns the number of players changed, or None when the
+    game is paused (a rebuild swaps its keys: nothing written, the caller tries again later)."""
+    if not scores:
+        return 0
+    codec = ScoreCodec(board.time_bits)
+    flags = board.tag if on_cluster() else ""
+    prefix = keys.deployment_prefix()
+    redis = boards_client()
+    script = lua_script(CORRECT_SCRIPT)
+    pipe = redis.pipeline(transaction=False)
+    cluster = isinstance(redis, RedisCluster)  # no scripts in a cluster's pipeline: one call each
+    replies: list[Any] = []
+    marked: set[str] = set()
+    for player_id, score in scores.items():
+        script_keys = [
+            keys.pause_key(board.game, flags),
+            board.key,
+            keys.distinct_key(board.key),
+            keys.version_key(board.key),
+        ]
+        marks: list[int | str] = []
+        for event_id, accepted_at in included.get(player_id, []):
+            dkey, dfield = keys.dedup_location(event_id, board.tag, prefix)
+            if dkey not in script_keys:
+                script_keys.append(dkey)
+            marked.add(dkey)
+            marks += [script_keys.index(dkey) + 1, dfield, keys.dedup_tag(event_id, accepted_at)]
+        value = "" if score is None else str(score)
+        args = [player_id, 1, codec.time_span, int(board.dense), value, board.ttl_s, *marks]
+        reply = script(keys=script_keys, args=args, client=redis if cluster else pipe)
+        if cluster:
+            replies.append(reply)
+    if not cluster:
+        replies = pipe.execute()
+    if any(reply[0] in (b"paused", "paused") for reply in replies):
+        return None
+    changed = sum(int(reply[1]) for reply in replies)
+    if changed:
+        boards_touched([board.key])
+    if marked:
+        for dkey in marked:
+            pipe.expire(dkey, dedup_ttl_s)
+        pipe.execute()
+    return changed
+
+
 def dedup_marked(*, events: list[keys.MarkedEvent]) -> set[int]:
     """The ids of the results among these whose dedup marker is set (with their own tag): the
     boards hold them (or a script that applied them has run), whatever their `applied_at` says yet."""

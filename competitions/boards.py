@@ -1,6 +1,7 @@
 """A tournament period's board as the board writer needs it (boards/writer.py `CompetitionBoard`):
-its key and hash tag, its score codec and its kind. Results are written by the same apply script
-as the season boards (scoring's worker passes these with the events they counted for)."""
+its key and hash tag, its score codec and its kind. Results of `best`, and of `sum` with `desc`, are
+added by the same apply script as the season boards (scoring's worker passes these with the events
+they counted for); the others are rewritten from the ledger (scores.py)."""
 
 import time
 
@@ -19,11 +20,9 @@ def period_time_bits(tournament: Tournament) -> int:
     return time_bits_for_window(tournament.duration_s + tournament.grace_s)
 
 
-def period_board(*, tournament: Tournament, period: Period) -> CompetitionBoard | None:
-    """The period's board, or None for the scorings the writer does not apply yet (`latest`, and
-    `sum` with `asc`)."""
-    if tournament.scoring == Scoring.LATEST or (tournament.scoring == Scoring.SUM and tournament.order == Order.ASC):
-        return None
+def period_board(*, tournament: Tournament, period: Period) -> CompetitionBoard:
+    """The period's board (its `best` says how the apply script adds to it; a board of `latest`,
+    or of `sum` with `asc`, is only ever rewritten: scores.py)."""
     game = tournament.game
     return CompetitionBoard(
         game=game.slug,
