@@ -3,6 +3,9 @@ or replace, end, enter) and the public reads of tournaments and their periods. u
 Django's views from `OPERATIONS`, drf-spectacular the OpenAPI document. Thin: parse, one call."""
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -11,18 +14,28 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from anticheat.signed import PARSE_ERROR, signed, signed_key, verified_json
-from common.api_errors import NOT_FOUND
+from boards.params import NOT_RANKED, N, R, not_ranked, throttle_reads
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, ApiError
 from common.formats import PLAYER_ID_RE
 from common.openapi import GAME_PARAM, PLAYER_PARAM, path_param
-from common.operations import INVALID, Args, Operation, Query
+from common.operations import INVALID, Args, Operation, Query, integer
 from seasons.models import Game
 from seasons.selectors import game_get
 
-from . import serializers
+from . import serializers, standings
 from .models import Tournament
-from .problems import TOURNAMENT_FULL, TOURNAMENT_OVER, TOURNAMENT_STARTED, UNKNOWN_TOURNAMENT
-from .selectors import period_view, periods_list, tournament_get, tournament_view, tournaments_list
+from .periods import MAX_PERIODS
+from .problems import (
+    NOT_ENTERED,
+    TOURNAMENT_FULL,
+    TOURNAMENT_OVER,
+    TOURNAMENT_STARTED,
+    UNKNOWN_PERIOD,
+    UNKNOWN_TOURNAMENT,
+)
+from .selectors import period_status, period_view, periods_list, tournament_get, tournament_view, tournaments_list
 from .services import entrant_join, tournament_end, tournament_put
+from .standings import Call, StandingView, TournamentConf, UnknownPeriod
 from .validation import tournament_validate
 
 TOURNAMENT_ID_PATTERN = r"^[a-z0-9-]{1,40}$"
@@ -35,6 +48,13 @@ STATUS = Query(
     {"type": "string", "enum": ["active", "upcoming", "ended"]},
 )
 CATEGORY = Query("category", "Only this category (0-127).", {"type": "integer", "minimum": 0, "maximum": 127})
+PERIOD = integer(
+    "period",
+    low=1,
+    high=MAX_PERIODS,
+    default=None,  # type: ignore[arg-type]
+    description="The period's index (1, 2, ...); default the active one, else the last that started.",
+)
 
 
 def _game(slug: str) -> Game:
@@ -111,6 +131,95 @@ def tournament_get_call(request: Request, args: Args) -> dict[str, Any]:
 def periods_get(request: Request, args: Args) -> dict[str, Any]:
     tournament = _tournament(_game(args["game"]), args["tournament_id"])
     return {"periods": periods_list(tournament=tournament, now=timezone.now())}
+
+
+@dataclass(frozen=True)
+class StandingRead:
+    """A read of a tournament period's board, for both entrances (standings.py): `call(view, args)`
+    gives the script's KEYS and ARGV, `parse(view, args, reply)` the value (None: the player is not
+    there, answered with `missing(args)`), `present(view, args, value)` what the answer's
+    serializer renders. The fast entrance (fastpath.py) serves every operation declared with one."""
+
+    script: str
+    call: Callable[[StandingView, Args], Call]
+    parse: Callable[[StandingView, Args, Any], Any]
+    present: Callable[[StandingView, Args, Any], Any]
+    missing: Callable[[Args], ApiError] | None = None
+
+
+def standing_view(conf: TournamentConf, index: int | None, now: datetime, status: Callable[[Any], str]) -> StandingView:
+    """The period a read means (404 `unknown_period`), with its status as `status(period)` says."""
+    try:
+        period = standings.period_of(conf, index, now)
+    except UnknownPeriod as exc:
+        raise UNKNOWN_PERIOD(f"The tournament has no period {index}.") from exc
+    return StandingView(conf=conf, period=period, status=status(period))
+
+
+def standing_operation(
+    *, id: str, route: str, tail: str, read: StandingRead, answer: Any, description: str
+) -> Operation:
+    """A GET of a tournament period's board: `/games/{game}/tournaments/{tournament_id}/<tail>`."""
+
+    def call(request: Request, args: Args) -> Any:
+        throttle_reads(request)
+        tournament = _tournament(_game(args["game"]), args["tournament_id"])
+        now = timezone.now()
+        conf = standings.conf_current(tournament)
+        view = standing_view(conf, args["period"], now, lambda period: period_status(tournament, period, now))
+        value = standings.standing_select(
+            tournament, view, read.script, read.call(view, args), lambda reply: read.parse(view, args, reply)
+        )
+        if value is None and read.missing is not None:
+            raise read.missing(args)
+        return read.present(view, args, value)
+
+    player = (PLAYER_PARAM,) if "{player_id}" in tail else ()
+    missing = (NOT_ENTERED,) if tail == "players/{player_id}" else (NOT_RANKED,) if player else ()
+    return Operation(
+        id=id,
+        method="GET",
+        path=f"games/{{game}}/tournaments/{{tournament_id}}/{tail}",
+        route=route,
+        call=call,
+        description=description,
+        path_params=(*_PATH, *player),
+        query=(*((R,) if tail.endswith("around") else (N,) if tail == "top" else ()), PERIOD),
+        answer=answer,
+        errors=(INVALID, NOT_FOUND, UNKNOWN_TOURNAMENT, UNKNOWN_PERIOD, *missing, THROTTLED, BOARDS_DOWN),
+        fast=read,
+    )
+
+
+def _not_entered(args: Args) -> ApiError:
+    return NOT_ENTERED(f"{args['player_id']!r} is not entered in that period.")
+
+
+TOP = StandingRead(
+    standings.TOP_SCRIPT,
+    call=lambda view, args: standings.top_call(view, args["n"]),
+    parse=lambda view, args, reply: standings.top_parse(view, reply),
+    present=lambda view, args, entries: {
+        "tournament": view.conf.slug,
+        "period": view.period_json(),
+        "final": view.final,
+        "entries": entries,
+    },
+)
+PLAYER = StandingRead(
+    standings.PLAYER_SCRIPT,
+    call=lambda view, args: standings.player_call(view, args["player_id"]),
+    parse=lambda view, args, reply: standings.player_parse(view, args["player_id"], reply),
+    present=lambda view, args, value: value,
+    missing=_not_entered,
+)
+AROUND = StandingRead(
+    standings.AROUND_SCRIPT,
+    call=lambda view, args: standings.around_call(view, args["player_id"], args["r"]),
+    parse=lambda view, args, reply: standings.around_parse(view, reply),
+    present=lambda view, args, entries: {"entries": entries},
+    missing=lambda args: not_ranked(args["player_id"]),
+)
 
 
 OPERATION_PUT = signed(
@@ -197,5 +306,35 @@ OPERATIONS: list[Operation] = [
         path_params=_PATH,
         answer=serializers.PeriodsSerializer,
         errors=(NOT_FOUND, UNKNOWN_TOURNAMENT),
+    ),
+    standing_operation(
+        id="tournament_top",
+        route="tournament-top",
+        tail="top",
+        read=TOP,
+        answer=serializers.StandingTopSerializer,
+        description=(
+            "The period's top n by the tournament's order and the game's tie rule, each with its counted "
+            "attempts and its reward band's reward (shown while the period runs too)."
+        ),
+    ),
+    standing_operation(
+        id="tournament_player",
+        route="tournament-player",
+        tail="players/{player_id}",
+        read=PLAYER,
+        answer=serializers.StandingPlayerSerializer,
+        description=(
+            "A player in the period: score, rank, the board's total, attempts used and allowed, reward; an "
+            "entrant with no counted result has score and rank null; 404 `not_entered` otherwise."
+        ),
+    ),
+    standing_operation(
+        id="tournament_around",
+        route="tournament-around",
+        tail="players/{player_id}/around",
+        read=AROUND,
+        answer=serializers.StandingAroundSerializer,
+        description="The 2r+1 entries around the player in the period; near either end the window slides.",
     ),
 ]

@@ -4,6 +4,7 @@ added by the same apply script as the season boards (scoring's worker passes the
 they counted for); the others are rewritten from the ledger (scores.py)."""
 
 import time
+from typing import Protocol
 
 from boards.ranking import needs_distinct_points
 from boards.writer import CompetitionBoard
@@ -15,7 +16,17 @@ from .models import Order, Scoring, Tournament
 from .periods import Period
 
 
-def period_time_bits(tournament: Tournament) -> int:
+class Window(Protocol):
+    """What sizes a period's board: a tournament, or its read configuration (standings.py)."""
+
+    @property
+    def duration_s(self) -> int: ...
+
+    @property
+    def grace_s(self) -> int: ...
+
+
+def period_time_bits(tournament: Window) -> int:
     """Bits of the reach second on a period's board: a period and its grace fit."""
     return time_bits_for_window(tournament.duration_s + tournament.grace_s)
 

@@ -8,6 +8,8 @@ that lost its data) is filled from them first (lua/fill_*.lua, which write only 
 caller has filled it meanwhile), then the decision is made again.
 """
 
+from collections.abc import Callable
+
 from django.conf import settings
 
 from common.redis import boards_client, lua_path, lua_script
@@ -20,6 +22,23 @@ JOIN_SCRIPT = lua_path(__file__, "join.lua")
 FILL_ENTRANTS_SCRIPT = lua_path(__file__, "fill_entrants.lua")
 FILL_ATTEMPTS_SCRIPT = lua_path(__file__, "fill_attempts.lua")
 FILL_TRIES = 3
+
+AttemptsOf = Callable[[Tournament, int], dict[str, int]]  # the ledger's counted results per player
+_attempts_source: list[AttemptsOf] = []
+
+
+def attempts_source_set(source: AttemptsOf) -> None:
+    """Name where the counted attempts come from (the ledger: the app that owns it sets this when
+    it is ready), for the reads that fill a lost attempts hash."""
+    _attempts_source[:] = [source]
+
+
+def counters_fill(*, tournament: Tournament, period: Period) -> None:
+    """Fill the period's entrants and attempts from the database unless they are filled already."""
+    if not _attempts_source:
+        raise RuntimeError("no source of counted attempts (the scoring app sets it when ready)")
+    entrants_fill(tournament=tournament, period=period)
+    attempts_fill(tournament=tournament, period=period, attempts=_attempts_source[0](tournament, period.index))
 
 
 def keys_expire_at(period: Period) -> int:

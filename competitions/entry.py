@@ -17,7 +17,7 @@ from datetime import datetime
 from common.redis import boards_client, lua_path, lua_script
 
 from . import keys
-from .counters import attempts_fill, entrants_fill, keys_expire_at
+from .counters import AttemptsOf, attempts_fill, entrants_fill, keys_expire_at
 from .models import Tournament, TournamentEntrant
 from .periods import Period, period_holding
 from .services import schedule_of
@@ -29,8 +29,6 @@ NOT_ENTERED, FULL, NO_ATTEMPTS_LEFT = "not_entered", "full", "no_attempts_left"
 VERDICTS = (OUTSIDE_PERIOD, NOT_COUNTED, NOT_ENTERED, FULL, NO_ATTEMPTS_LEFT, COUNTED)
 _CODES = {1: COUNTED, 2: COUNTED, 3: NOT_ENTERED, 4: FULL, 5: NO_ATTEMPTS_LEFT}
 FILL_TRIES = 3
-
-AttemptsOf = Callable[[Tournament, int], dict[str, int]]  # the ledger's counted results per player
 
 
 @dataclass

@@ -12,7 +12,10 @@ board and counters together, on one Redis or on a cluster:
     lb:t:{game}:{tournament}:{period}:b:{tag}   the period's board (a sorted set, encoded scores;
                                                 `:d` its distinct points, `:v` its version, as
                                                 boards/keys.py names them for every board)
-They expire a while after the period's grace ends (TOURNAMENT_KEYS_TTL_AFTER_FINAL_S); a final
+    lb:tc:{game}:{tournament}:{tag}             the fast entrance's copy of the tournament (a JSON
+                                                document: competitions/standings.py), and `:v:{tag}`
+                                                its version; tagged `{game.t.tournament}`
+The period keys expire a while after the period's grace ends (TOURNAMENT_KEYS_TTL_AFTER_FINAL_S); a final
 period is read from PostgreSQL.
 """
 
@@ -45,3 +48,12 @@ def board_key(game: str, tournament: str, period: int) -> str:
 def period_pattern(game: str, tournament: str) -> str:
     """Every key of every period of a tournament (SCAN)."""
     return f"{key_prefix()}:t:{game}:{tournament}:*"
+
+
+def conf_key(game: str, tournament: str) -> str:
+    """The fast entrance's copy of a tournament's read configuration (standings.py)."""
+    return f"{key_prefix()}:tc:{game}:{tournament}:{{{game}.t.{tournament}}}"
+
+
+def conf_version_key(game: str, tournament: str) -> str:
+    return f"{key_prefix()}:tc:{game}:{tournament}:v:{{{game}.t.{tournament}}}"

@@ -76,3 +76,41 @@ class EntrantSerializer(serializers.Serializer[Any]):
     tournament = serializers.CharField()
     player_id = serializers.CharField()
     period = PeriodSerializer()
+
+
+class StandingPeriodSerializer(serializers.Serializer[Any]):
+    index = serializers.IntegerField()
+    starts_at = TimeField()
+    ends_at = TimeField()
+    status = serializers.ChoiceField(choices=["upcoming", "active", "grace", "final"])
+
+
+class StandingEntrySerializer(serializers.Serializer[Any]):
+    rank = serializers.IntegerField()
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    score = serializers.IntegerField()
+    attempts = serializers.IntegerField(help_text="The player's counted results in the period.")
+    reward = serializers.JSONField(allow_null=True, help_text="The reward band's reward; null outside the bands.")
+
+
+class StandingTopSerializer(serializers.Serializer[Any]):
+    tournament = serializers.CharField()
+    period = StandingPeriodSerializer()
+    final = serializers.BooleanField()
+    entries = StandingEntrySerializer(many=True)
+
+
+class StandingPlayerSerializer(serializers.Serializer[Any]):
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    score = serializers.IntegerField(allow_null=True, help_text="null for an entrant with no counted result.")
+    rank = serializers.IntegerField(allow_null=True)
+    total = serializers.IntegerField()
+    attempts = serializers.IntegerField()
+    max_attempts = serializers.IntegerField(allow_null=True)
+    reward = serializers.JSONField(allow_null=True)
+
+
+class StandingAroundSerializer(serializers.Serializer[Any]):
+    entries = StandingEntrySerializer(many=True)
