@@ -8,6 +8,9 @@ from rest_framework import serializers
 from boards.serializers import TimeField
 
 
+PERIOD_STATUSES = ["upcoming", "active", "grace", "final"]
+
+
 class RewardBandSerializer(serializers.Serializer[Any]):
     rank_from = serializers.IntegerField()
     rank_to = serializers.IntegerField()
@@ -18,7 +21,7 @@ class PeriodSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField()
     starts_at = TimeField()
     ends_at = TimeField()
-    status = serializers.ChoiceField(choices=["upcoming", "active", "grace", "final"])
+    status = serializers.ChoiceField(choices=PERIOD_STATUSES)
     entrants = serializers.IntegerField()
 
 
@@ -82,7 +85,7 @@ class StandingPeriodSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField()
     starts_at = TimeField()
     ends_at = TimeField()
-    status = serializers.ChoiceField(choices=["upcoming", "active", "grace", "final"])
+    status = serializers.ChoiceField(choices=PERIOD_STATUSES)
 
 
 class StandingEntrySerializer(serializers.Serializer[Any]):

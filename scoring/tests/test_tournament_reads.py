@@ -22,7 +22,10 @@ pytestmark = pytest.mark.django_db
 DJANGO = get_asgi_application()
 FAST = FastStandings(DJANGO)
 BASE = "/api/v1/games/arena/tournaments/cup"
-REWARDS = [{"rank_from": 1, "rank_to": 1, "reward": {"gems": 500}}, {"rank_from": 2, "rank_to": 3, "reward": {"gems": 1}}]
+REWARDS = [
+    {"rank_from": 1, "rank_to": 1, "reward": {"gems": 500}},
+    {"rank_from": 2, "rank_to": 3, "reward": {"gems": 1}},
+]
 
 
 async def _no_django(scope, receive, send):
@@ -54,11 +57,12 @@ def seeded(rule="competition", **config):
     tournament = cup(game, max_attempts=3, join_required=False, rewards=REWARDS, **config)
     now = timezone.now()
     for player, points in [("maya", 50), ("leo", 30), ("ana", 30), ("zed", 10), ("maya", 20)]:
-        body = match_body([{"player_id": player, "points": points, "display_name": player.title()}], tournaments=["cup"])
+        result = {"player_id": player, "points": points, "display_name": player.title()}
+        body = match_body([result], tournaments=["cup"])
         submit_direct(game, key, body, now=now)
     drain()
     entrant_join(tournament=tournament, player_id="newbie", now=now)
-    return game, tournament
+    return tournament
 
 
 @pytest.mark.parametrize(
@@ -66,7 +70,7 @@ def seeded(rule="competition", **config):
     [("competition", [1, 2, 2, 4]), ("dense", [1, 2, 2, 3]), ("first", [1, 2, 3, 4])],
 )
 def test_top_player_and_around_by_the_tie_rule_with_attempts_and_rewards(client, rule, ranks):
-    game, tournament = seeded(rule)
+    seeded(rule)
     top = client.get(f"{BASE}/top")
     assert top.status_code == 200
     body = top.json()
@@ -107,7 +111,7 @@ def test_top_player_and_around_by_the_tie_rule_with_attempts_and_rewards(client,
 
 
 def test_ties_order_by_who_reached_the_score_first_then_id_and_asc_puts_the_lowest_first(client):
-    game, tournament = seeded("first", order="asc")
+    seeded("first", order="asc")
     entries = client.get(f"{BASE}/top").json()["entries"]
     # Lower is better: zed's 10, maya's best (lowest) 20, then the 30s by id (reached in the same second).
     assert [(e["player_id"], e["score"], e["rank"]) for e in entries] == [
@@ -149,7 +153,7 @@ def test_period_parameter_and_refusals(client):
 
 @pytest.mark.parametrize("rule", ["competition", "dense", "first"])
 def test_the_fast_entrance_answers_every_tournament_read_with_djangos_bytes(rule):
-    game, tournament = seeded(rule)
+    seeded(rule)
     assert {op.id for op in ROUTER.operations} == {"tournament_top", "tournament_player", "tournament_around"}
     asgi_request(DJANGO, f"{BASE}/top")  # Django's read writes the tournament's copy for the fast entrance
     for query in ["", "n=1", "n=3", "period=1"]:
@@ -173,7 +177,7 @@ def test_the_fast_entrance_answers_every_tournament_read_with_djangos_bytes(rule
 def test_the_fast_entrance_hands_on_what_it_cannot_decide_and_follows_a_changed_tournament(
     django_capture_on_commit_callbacks,
 ):
-    game, tournament = seeded()
+    tournament = seeded()
     # No copy of the tournament in Redis yet (nothing has committed in this test's transaction).
     assert same(f"{BASE}/top", fast=False).status_code == 200  # Django answers, and writes the copy
     assert same(f"{BASE}/top").status_code == 200
