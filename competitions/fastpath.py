@@ -46,6 +46,12 @@ _confs: dict[tuple[str, str], TournamentConf] = {}  # this process's copies, by 
 _confs_lock = threading.Lock()
 
 
+def confs_forget() -> None:
+    """Forget this process's copies of tournaments (tests)."""
+    with _confs_lock:
+        _confs.clear()
+
+
 class FastStandings(FastReads):
     """ASGI: the tournament board reads here, everything else to `fallback`."""
 

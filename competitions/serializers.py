@@ -7,7 +7,6 @@ from rest_framework import serializers
 
 from boards.serializers import TimeField
 
-
 PERIOD_STATUSES = ["upcoming", "active", "grace", "final"]
 
 
