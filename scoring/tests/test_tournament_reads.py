@@ -123,10 +123,11 @@ def test_ties_order_by_who_reached_the_score_first_then_id_and_asc_puts_the_lowe
 
 
 def test_period_parameter_and_refusals(client):
-    start = timezone.now().replace(microsecond=0) - timedelta(minutes=90)
+    start = timezone.now().replace(microsecond=0) - timedelta(minutes=150)  # two hours have started since
     game = make_game()
     key = make_key(game)
-    # Hourly periods: #1 is over (in grace for an hour), #2 is active, #3 is the next one.
+    # Hourly periods: the active one (at least #2), the one before it in its hour of grace, the next one
+    # upcoming, and the one after it (still before ends_at) unknown.
     cup(game, starts_at=start, ends_at=start + timedelta(hours=5), duration_s=3600, reset="0 * * * *", grace_s=3600)
     body = match_body([{"player_id": "maya", "points": 7}], played_at=timezone.now(), tournaments=["cup"])
     submit_direct(game, key, body, now=timezone.now())
