@@ -463,16 +463,21 @@ def competition_scores_write(
     scores: Mapping[str, int | None],
     included: Mapping[str, list[tuple[int, datetime]]],
     dedup_ttl_s: int,
+    pause_held: bool = False,
 ) -> int | None:
     """Write players' re-derived scores on a competition board as absolute values (None removes
     the player), each player's in one call of the correction script with the dedup markers (in the
     board's slot) of the results (event id, accepted at) the value includes, so a queued apply of
     one of them cannot count it again. Returns the number of players changed, or None when the
-    game is paused (a rebuild swaps its keys: nothing written, the caller tries again later)."""
+    game is paused (a rebuild swaps its keys: nothing written, the caller tries again later).
+    `pause_held`: the caller is the rebuild that paused the game, and writes regardless."""
     if not scores:
         return 0
     codec = ScoreCodec(board.time_bits)
     flags = board.tag if on_cluster() else ""
+    # The script's pause flag: the game's, or for the rebuild holding it a key never set (in the
+    # board's slot, as the script's other keys).
+    pause = f"{board.key}:unpaused" if pause_held else keys.pause_key(board.game, flags)
     prefix = keys.deployment_prefix()
     redis = boards_client()
     script = lua_script(CORRECT_SCRIPT)
@@ -482,7 +487,7 @@ def competition_scores_write(
     marked: set[str] = set()
     for player_id, score in scores.items():
         script_keys = [
-            keys.pause_key(board.game, flags),
+            pause,
             board.key,
             keys.distinct_key(board.key),
             keys.version_key(board.key),

@@ -20,12 +20,14 @@ from django.db.models import Count, Q
 from boards.models import Player
 from boards.writer import CompetitionBoard, EventRow, GamePaused, competition_scores_write
 from common.db import copy_rows
+from common.redis import boards_client
 from competitions.boards import period_board
 from competitions.entry import COUNTED, NOT_COUNTED, Entry, entrants_record, entries_decide, entries_undo
 from competitions.models import Tournament
 from competitions.periods import Period, period_number
 from competitions.scores import CountedResult, incremental, period_score
 from competitions.services import schedule_of
+from seasons.models import Game
 
 from .models import EventStatus, ScoreEvent, TournamentResult
 
@@ -149,10 +151,13 @@ def _period_lock(tournament: Tournament, period: int, player_ids: list[str]) -> 
             )
 
 
-def period_players_rewrite(*, tournament: Tournament, period: Period, player_ids: list[str]) -> int | None:
+def period_players_rewrite(
+    *, tournament: Tournament, period: Period, player_ids: list[str], pause_held: bool = False
+) -> int | None:
     """Rewrite these players' scores on the period's board from the ledger (their counted results
     still accepted; none, or hidden or deleted: off the board), as absolute values with the dedup
-    markers of the results they include. Returns the number changed, None when the game is paused."""
+    markers of the results they include. Returns the number changed, None when the game is paused
+    (unless the caller is the rebuild holding the pause: `pause_held`)."""
     board = period_board(tournament=tournament, period=period)
     with transaction.atomic():
         _period_lock(tournament, period.index, player_ids)
@@ -175,7 +180,11 @@ def period_players_rewrite(*, tournament: Tournament, period: Period, player_ids
         }
         included = {p: [(r.event_id, r.accepted_at) for r in found] for p, found in results.items()}
         return competition_scores_write(
-            board=board, scores=scores, included=included, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S
+            board=board,
+            scores=scores,
+            included=included,
+            dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
+            pause_held=pause_held,
         )
 
 
@@ -235,3 +244,26 @@ def tournament_results_approved(*, events: list[ScoreEvent], now: datetime) -> C
     TournamentResult.objects.bulk_update(rows, ["verdict", "period"])
     entrants_record(entries=entries, now=now)
     return undo
+
+
+def tournament_boards_rebuild(*, game: Game, now: datetime) -> int:
+    """Every board of the game's tournament periods whose grace has not ended, rewritten from the
+    ledger: each player with a counted result there, and each player on the board, gets the score
+    of their counted results still accepted (results not applied yet included, their markers set).
+    Called by the rebuild inside its pause (nothing is applied meanwhile), after the swap that took
+    the unapplied results out of the outbox. Returns the number of players whose score changed."""
+    counted = TournamentResult.objects.filter(tournament__game=game, verdict=COUNTED, period__isnull=False)
+    players: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for tournament_id, index, player_id in counted.values_list("tournament_id", "period", "player_id"):
+        players[(tournament_id, index or 0)].add(player_id)
+    tournaments = {t.pk: t for t in Tournament.objects.filter(game=game).select_related("game")}
+    changed = 0
+    for (tournament_id, index), found in sorted(players.items()):
+        tournament = tournaments[tournament_id]
+        period = period_number(schedule_of(tournament), index)
+        if period is None or period.closes_at <= now:
+            continue  # a final period never changes
+        on_board = boards_client().zrange(period_board(tournament=tournament, period=period).key, 0, -1)
+        ids = sorted(found | {str(member) for member in on_board})
+        changed += period_players_rewrite(tournament=tournament, period=period, player_ids=ids, pause_held=True) or 0
+    return changed

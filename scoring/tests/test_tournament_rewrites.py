@@ -1,6 +1,7 @@
 """Tournament boards rewritten from the ledger (competitions/scores.py): `latest` and `sum` with
 `asc`, a revoked or withheld result taken off as if it had never counted (its attempt given
-back), an approved pending result counted then, and a result the worker refused for overflow."""
+back), an approved pending result counted then, a result the worker refused for overflow, and the
+boards rebuilt from the ledger after Redis lost them."""
 
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from common.redis import boards_client
 from competitions import keys
 from scoring.models import ScoreEvent, TournamentResult
 from scoring.moderation import results_approve, results_revoke
+from scoring.rebuild import boards_rebuild
 from scoring.testing import drain, make_game, make_key, match_body, outbox_restore, submit_direct
 from scoring.tests.test_tournament_results import attempts, board_points, cup, verdicts
 
@@ -132,3 +134,26 @@ def test_a_result_the_worker_refuses_for_overflow_is_off_the_tournament_board_wi
     assert (event.status, event.reason) == ("rejected", "score_overflow")
     assert board_points(game, tournament) == {"maya": 10}
     assert attempts(game, "cup", "maya") == 1
+
+
+@pytest.mark.parametrize("scoring", ["best", "sum", "latest"])
+def test_after_flushall_a_rebuild_writes_the_period_board_exactly_from_the_ledger(scoring):
+    game = make_game()
+    key = make_key(game)
+    tournament = cup(game, scoring=scoring, max_attempts=3)
+    now = timezone.now()
+    play(game, key, "maya", 10, played_at=now - timedelta(seconds=30))
+    play(game, key, "maya", 50, played_at=now - timedelta(seconds=20))
+    play(game, key, "leo", 5)
+    drain()
+    expected = {**board_points(game, tournament), "ana": 7}
+    play(game, key, "ana", 7)  # accepted, not applied yet
+    boards_client().flushall()
+    boards_rebuild(game=game, live_only=True)
+    assert board_points(game, tournament) == expected
+    outbox_restore(ScoreEvent.objects.all())  # every apply delivered again: none counts twice
+    drain()
+    assert board_points(game, tournament) == expected
+    # The counters come back from the ledger too: maya has one attempt left.
+    assert verdicts(play(game, key, "maya", 1)) == {"maya": "counted"}
+    assert verdicts(play(game, key, "maya", 2)) == {"maya": "no_attempts_left"}
