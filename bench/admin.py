@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Review queue benchmark (issue 14): the moderators' pages over a ledger of millions.
+"""Review queue benchmark: the moderators' pages over a ledger of millions.
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/lb_admin_bench \\
         .venv/bin/python bench/admin.py [--rows 10000000] [--pending 50000] [--games 40] [--repeat 5] [--no-seed]

@@ -10,6 +10,7 @@ directly, no password round trip), then for each route, in a closed loop from --
 keep-alive connections for --seconds:
   - `/health/live`: a view that does nothing, so its cost is Django's per-request machinery
     (middleware, the handler, the thread hop of a synchronous view);
+  - `/`: the public list of games (a template and a query, through Django);
   - `/admin/seasons/game/`: an admin change list (sessions, authentication, messages, CSRF, the
     template engine and a few queries), with a few games in it;
   - beside them, the fast entrance's `/api/v1/games/{game}` (no Django), for scale.
@@ -174,6 +175,7 @@ def main() -> None:
         meter = CpuMeter()
         routes = [
             ("health_live", "/health/live", {}),
+            ("home", "/", {}),
             ("admin_list", "/admin/seasons/game/", {"Cookie": cookie}),
             ("fast_game", f"/api/v1/games/{game}", {}),
         ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ingest benchmark (issue 10): signed submissions against a RUNNING service (web, a Celery worker
+"""Ingest benchmark: signed submissions against a RUNNING service (web, a Celery worker
 and beat; scripts/bench.sh starts them), then the service's own board writer alone.
 
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 300000] [--players 1000000]
@@ -79,6 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     Conn,
     CpuMeter,
+    ServiceCpu,
     log,
     match,
     now_iso,
@@ -87,6 +88,7 @@ from _common import (
     provision,
     redis_url,
     region_of,
+    service_processes,
     signed_headers,
 )
 
@@ -721,7 +723,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
         tag=f"{tag}-1",
     )
     log(f"phase 1: max rate, {args.events} results in {len(batches)} batches of {args.batch}, {args.senders} senders")
-    with meter.phase("1"):
+    with meter.phase("1"), args.service_cpu.phase("1"):
         p1 = await max_rate(args, svc, batches)
     figures["max_rate"] = p1
     out(
@@ -742,8 +744,12 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
     )
     out(f"phase 1 max rate: {lag_text(p1)}; {exact}")
     out(cpu_line("phase 1", meter.phases["1"]))
+    out(f"phase 1 service CPU per accepted result: {args.service_cpu.per('1', p1['results_accepted'], 'us')}")
 
     if args.offered_seconds > 0:
+        if not args.offered_rate:  # a share of what the service just sustained
+            args.offered_rate = round(args.offered_share * p1["eps"])
+            log(f"phase 2: offering {args.offered_share:g} of phase 1's {p1['eps']:.0f} events/s end-to-end")
         due = max(1, round(args.offered_rate * args.offered_seconds / args.batch))
         batches2 = batches_make(
             rng=rng,
@@ -757,7 +763,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
             f"phase 2: offered {args.offered_rate:g} results/s for {args.offered_seconds:g} s "
             f"({len(batches2)} batches of {args.batch}, at most {args.offered_inflight} in flight)"
         )
-        with meter.phase("2"):
+        with meter.phase("2"), args.service_cpu.phase("2"):
             p2 = await offered(args, svc, batches2)
         figures["offered"] = p2
         if p2["kept_up"]:
@@ -786,7 +792,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
 
     if args.single_seconds > 0:
         log(f"phase 3: single-result POSTs, {args.single_connections} connections, {args.single_seconds:g} s")
-        with meter.phase("3"):
+        with meter.phase("3"), args.service_cpu.phase("3"):
             p3 = await singles(args, svc)
         figures["singles"] = p3
         log(
@@ -798,6 +804,8 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
             f"errors {p3['errors']}"
         )
         out(cpu_line("phase 3", meter.phases["3"]))
+        out(f"singles: service CPU per request: {args.service_cpu.per('3', p3['ok'])}")
+        figures["singles"]["service_cpu_s"] = args.service_cpu.phases.get("3", {})
     return figures, batches
 
 
@@ -813,7 +821,10 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=4, help="concurrent senders of phase 1")
     parser.add_argument("--sample-every", type=int, default=2, help="phase 1: every Nth batch carries a sentinel")
     parser.add_argument("--verify", type=int, default=300, help="players sampled for the exactness check")
-    parser.add_argument("--offered-rate", type=float, default=10_000, help="phase 2: results/s offered")
+    parser.add_argument("--offered-rate", type=float, help="phase 2: results/s offered (default: --offered-share)")
+    parser.add_argument(
+        "--offered-share", type=float, default=0.7, help="phase 2: offer this share of phase 1's end-to-end rate"
+    )
     parser.add_argument("--offered-seconds", type=float, default=20, help="phase 2 length; 0 skips it")
     parser.add_argument("--offered-inflight", type=int, default=8, help="phase 2: batches in flight at most")
     parser.add_argument("--offered-sample-every", type=int, default=1, help="phase 2: sentinel every Nth batch")
@@ -832,8 +843,9 @@ def main() -> None:
     args.url = args.url.rstrip("/")
     if args.events <= 0 or not 1 <= args.batch <= 1000 or args.senders <= 0 or args.players < 1:
         raise SystemExit("--events, --senders and --players must be positive, --batch 1..1000")
-    if args.offered_seconds > 0 and (args.offered_rate <= 0 or args.offered_inflight <= 0):
-        raise SystemExit("--offered-rate and --offered-inflight must be positive")
+    if args.offered_seconds > 0 and ((args.offered_rate or args.offered_share) <= 0 or args.offered_inflight <= 0):
+        raise SystemExit("--offered-rate (or --offered-share) and --offered-inflight must be positive")
+    args.service_cpu = ServiceCpu(service_processes(redis_url(args.redis_url), os.environ.get("DATABASE_URL")))
 
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest")
     args.seed = args.seed if args.seed is not None else random.randrange(1 << 32)

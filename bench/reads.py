@@ -14,7 +14,7 @@ drawn at random over the whole board:
   A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
      (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
      (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
-  E. every other public GET (the board page alone, with ?player=, on the weekly tab; the game; its
+  E. every other public GET (the list of games, the board page alone, with ?player=, on the weekly tab; the game; its
      seasons; the distribution), closed loop as in A, each beside the top read's req/s (target:
      at least 0.7 of it); then all of them alike in an open loop at half the top read's rate for
      --open-seconds (target: every p99 < 100 ms, no errors).
@@ -562,7 +562,7 @@ class IngestChild:
 
 
 # --------------------------------------------------------------------------- phase E: every public GET
-PUBLIC_GETS = ("page", "page_player", "page_weekly", "game", "seasons", "distribution")
+PUBLIC_GETS = ("home", "page", "page_player", "page_weekly", "game", "seasons", "distribution")
 PUBLIC_TARGET_SHARE = 0.7  # of the top read's requests/s, each
 PUBLIC_OPEN_TARGET_MS = 100  # p99 at half the top read's rate, open loop
 
@@ -570,6 +570,7 @@ PUBLIC_OPEN_TARGET_MS = 100  # p99 at half the top read's rate, open loop
 def public_paths(game: str, players: int, rng: random.Random):
     api = f"/api/v1/games/{game}"
     return {
+        "home": lambda: "/",
         "page": lambda: f"/games/{game}/",
         "page_player": lambda: f"/games/{game}/?player={player_id(ranked_player(rng, players))}",
         "page_weekly": lambda: f"/games/{game}/?board=weekly",
@@ -680,7 +681,12 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
     log(f"phase F: the floor, bench/floor.py's rank read on the same server and processes, {args.seconds:g} s")
     with meter.phase("F"), FloorServers(args, game, info) as floor:
         out["floor"] = await closed_loop("127.0.0.1", floor.port, "floor", paths["rank"], args.workers, args.seconds)
-    log(out["floor"].line())
+        log(out["floor"].line())
+        around = await closed_loop(
+            "127.0.0.1", floor.port, "floor_around", lambda: paths["around"]().split("?")[0], args.workers, args.seconds
+        )
+        out["floor_around"] = around
+    log(around.line())
 
     log(f"phase B: raw player.lua on Redis, {args.raw_clients or args.workers} clients, {args.seconds:g} s")
     with meter.phase("B"):
@@ -818,6 +824,12 @@ def main() -> None:
         f"floor (bench/floor.py, same server and processes): rank {floor.rps:.0f} req/s p99 {floor.p(99):.0f} ms; "
         + ", ".join(f"{name} {of_floor[name]:.2f} of it" for name in KINDS)
     )
+    floor_around = out["floor_around"]
+    around_share = c["around"].rps / floor_around.rps if floor_around.rps else float("nan")
+    lines.append(
+        f"floor of an around read (bench/floor.py's around.lua and orjson): {floor_around.rps:.0f} req/s; "
+        f"the service's around {around_share:.2f} of it"
+    )
     if args.json:
         figures = {
             "game": game,
@@ -829,6 +841,7 @@ def main() -> None:
             "raw": {k: v for k, v in raw.items() if k != "line"},
             "ratio": ratio,
             "floor": floor.figures(),
+            "floor_around": out["floor_around"].figures(),
             "public": {"closed": public["closed"], "open": public["open"].figures(PUBLIC_OPEN_TARGET_MS)},
             "of_floor": of_floor,
             "load_generator": {**cpu, "phases": meter.phases},

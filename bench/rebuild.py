@@ -1,4 +1,4 @@
-"""Rebuild time and peak memory for a large season (issue 10): N players, one result each.
+"""Rebuild time and peak memory for a large season: N players, one result each.
 
     flock /tmp/bench.lock .venv/bin/python bench/rebuild.py --players 1000000
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Boards split by player (issue 12): what a read costs at S = 1, 3 and 6 shards on one Redis.
+"""Boards split by player: what a read costs at S = 1, 3 and 6 shards on one Redis.
 
     DATABASE_URL=... .venv/bin/python bench/shards.py [--players 100000] [--reads 3000] [--shards 1,3,6]
 

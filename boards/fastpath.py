@@ -57,7 +57,7 @@ from common.asgi import (
 from common.operations import FAST_ANSWERS, Args, Operation, Router
 from common.redis import AsyncTimedConnection, lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
-from seasons.keys import catalog_key, catalog_version_key
+from seasons.keys import catalog_key, catalog_version_key, games_version_key
 
 from . import apis, keys, pages, selectors
 from .apis import BoardRead, CatalogRead
@@ -163,6 +163,9 @@ class FastReads:
             found = ROUTER.match("GET", scope["path"])
             if found is None and (page := PAGE.match(scope["path"])) is not None:
                 await self.page(page["game"], scope, receive, send)
+                return
+            if found is None and scope["path"] == "/":
+                await self.home(scope, receive, send)
                 return
         if found is None:
             await self.fallback(scope, receive, send)
@@ -297,6 +300,21 @@ class FastReads:
         await respond(send, scope, 200, body, allow=None, content_type=b"text/html; charset=utf-8")
         FAST_ANSWERS[PAGE_ROUTE] += 1
 
+    async def home(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The list of games as Django last rendered it in this process, while the list's version
+        in Redis is the one it was kept at (pages.home_kept); else Django's answer."""
+        scope[ROUTE_NAME] = HOME_ROUTE
+        try:
+            version = await self.client().get(games_version_key())
+        except redis.RedisError:
+            version = None
+        body = pages.home_kept(str(version) if version is not None else None)
+        if body is None:
+            await self.fallback(scope, receive, send)
+            return
+        await respond(send, scope, 200, body, allow=None, content_type=b"text/html; charset=utf-8")
+        FAST_ANSWERS[HOME_ROUTE] += 1
+
     async def answer_page(self, slug: str, scope: Scope) -> bytes:
         """The page's pieces in one round trip: the top 100 (at the version held, with the
         catalog's version in front), the season's regions, and with `?player=` the player's
@@ -429,6 +447,7 @@ class FastReads:
 
 PAGE = re.compile(r"^/games/(?P<game>[^/]+)/$")  # boards/page_urls.py's game-board
 PAGE_ROUTE = "game-board"
+HOME_ROUTE = "home"  # boards/page_urls.py's list of games
 
 
 def _page_view(catalog: Catalog, wanted: dict[str, str | None], now: datetime) -> BoardView:

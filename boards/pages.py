@@ -228,9 +228,29 @@ def _chrome_render(view: BoardView, regions: list[str], with_player: bool) -> li
 
 
 def chromes_forget() -> None:
-    """Every kept chrome dropped (tests; a deploy with a new template restarts the processes)."""
+    """Every kept chrome and the kept home page dropped (tests; a deploy with a new template
+    restarts the processes)."""
+    global _home
     with _chromes_lock:
         _chromes.clear()
+        _home = None
+
+
+# --------------------------------------------------------------------------- the home page
+# The list of games (`/`), as Django rendered it last, with the list's version read before the
+# games were (seasons.catalog.games_version): the fast entrance answers it while the version holds.
+_home: tuple[str, bytes] | None = None
+
+
+def home_kept(version: str | None) -> bytes | None:
+    """The kept home page when it is at `version` (the list of games' version in Redis now)."""
+    found = _home
+    return found[1] if found is not None and version is not None and found[0] == version else None
+
+
+def home_keep(version: str, body: bytes) -> None:
+    global _home
+    _home = (version, body)
 
 
 def _href(**query: str | None) -> str:

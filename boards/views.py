@@ -8,17 +8,27 @@ takes over from the same data and keeps it live.
 
 from dataclasses import replace
 
+import redis
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from seasons.catalog import games_version
 from seasons.selectors import games_all
 
 from . import pages, selectors
 
 
 def game_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "boards/game_list.html", {"games": games_all()})
+    """The list of games; kept at the list's version for the fast entrance (pages.home_keep)."""
+    try:
+        version: str | None = games_version()  # before the games are read
+    except redis.RedisError:
+        version = None  # not kept: the fast entrance answers nothing it cannot check
+    response = render(request, "boards/game_list.html", {"games": games_all()})
+    if version is not None:
+        pages.home_keep(version, response.content)
+    return response
 
 
 def game_board(request: HttpRequest, game: str) -> HttpResponse:

@@ -36,6 +36,7 @@ while port_busy "$PORT"; do PORT=$((PORT + 1)); done
 URL="http://127.0.0.1:${PORT}"
 
 PIDS=()
+WEB_PIDS=()
 cleanup() {
     local pid
     for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -94,12 +95,16 @@ echo "bench: starting web, worker and beat on $URL (logs in var/bench/)" >&2
 for _ in $(seq "${WEB_CONCURRENCY:-2}"); do  # as make run starts them: a socket each on one port
     nice -n "${WEB_NICE:-10}" python -m leaderboard_site.serve --host 127.0.0.1 --port "$PORT" >>"$LOGS/web.log" 2>&1 &
     PIDS+=($!)
+    WEB_PIDS+=($!)
 done
 celery -A leaderboard_site worker -l warning -Q scoring --concurrency 2 -n "bench-${PORT}@%h" \
     >"$LOGS/worker.log" 2>&1 &
 PIDS+=($!)
+export BENCH_WORKER_PIDS="$!"
 celery -A leaderboard_site beat -l warning -s var/bench-beat-schedule >"$LOGS/beat.log" 2>&1 &
 PIDS+=($!)
+export BENCH_BEAT_PIDS="$!"
+export BENCH_WEB_PIDS="${WEB_PIDS[*]}"  # the benchmarks report each kind's CPU (bench/_common.py ServiceCpu)
 
 for i in $(seq 150); do
     if curl -fsS "$URL/health/ready" >/dev/null 2>&1; then break; fi

@@ -22,7 +22,7 @@ from django.db import transaction
 
 from common.redis import client
 
-from .keys import catalog_key, catalog_version_key
+from .keys import catalog_key, catalog_version_key, games_version_key
 from .models import Game, Season, SeasonPointer
 
 
@@ -135,12 +135,16 @@ def catalog_publish(*, slug: str) -> Catalog:
     document = catalog_document(slug=slug)
     redis = client()
     if document is None:
-        redis.delete(catalog_key(slug), catalog_version_key(slug))
+        pipe = redis.pipeline(transaction=True)
+        pipe.delete(catalog_key(slug), catalog_version_key(slug))
+        pipe.set(games_version_key(), uuid.uuid4().hex)
+        pipe.execute()
         return Catalog(version="", game=None, seasons=[], pointer_id=None)
     version = uuid.uuid4().hex
     pipe = redis.pipeline(transaction=True)
     pipe.set(catalog_key(slug), json.dumps(document, separators=(",", ":")))
     pipe.set(catalog_version_key(slug), version)
+    pipe.set(games_version_key(), uuid.uuid4().hex)  # the list of games may have changed too
     pipe.execute()
     catalog = catalog_parse(version=version, document=document)
     catalog_remember(catalog)
@@ -185,3 +189,11 @@ def catalog_forget_local() -> None:
     """Drop this process's parsed copies (tests)."""
     with _local_lock:
         _local.clear()
+
+
+def games_version() -> str:
+    """The list of games' version (made when Redis has none): read it BEFORE reading the games, so
+    a page kept at it never outlives a change published after the read."""
+    redis = client()
+    redis.set(games_version_key(), uuid.uuid4().hex, nx=True)
+    return str(redis.get(games_version_key()))

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from boards import pages
-from boards.fastpath import PAGE_ROUTE, FastReads
+from boards.fastpath import HOME_ROUTE, PAGE_ROUTE, FastReads
 from boards.services import friendship_add
 from boards.testing import record
 from common.operations import FAST_ANSWERS
@@ -88,3 +88,19 @@ def test_a_new_result_shows_on_the_next_page_and_kept_pieces_render_no_template(
         page = asgi_request(FAST_ONLY, "/games/arena/", "player=p05")
     assert page.status_code == 200 and '<tr data-player="p05" class="me">' in page.content.decode()
     assert len(queries) == 0  # no PostgreSQL either
+
+
+def test_the_list_of_games_from_the_fast_entrance_until_a_game_changes():
+    make_game()
+    first = asgi_request(FAST, "/")  # Django renders it, and keeps it at the list's version
+    assert first.status_code == 200 and "/games/arena/" in first.content.decode()
+    before = FAST_ANSWERS[HOME_ROUTE]
+    kept = asgi_request(FAST_ONLY, "/")  # now the fast entrance, no Django behind it
+    assert FAST_ANSWERS[HOME_ROUTE] == before + 1
+    assert (kept.status_code, kept.raw_headers, kept.content) == (first.status_code, first.raw_headers, first.content)
+    make_game(slug="cup")  # a new game: a new version of the list
+    with pytest.raises(AssertionError, match="Django was asked for /"):
+        asgi_request(FAST_ONLY, "/")  # the kept page is not at the new version
+    fresh = asgi_request(FAST, "/")
+    assert "/games/cup/" in fresh.content.decode() and ">Cup<" in fresh.content.decode()
+    assert asgi_request(FAST_ONLY, "/").content == fresh.content

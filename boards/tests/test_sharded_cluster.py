@@ -92,7 +92,18 @@ def test_hedged_branches_answer_the_same(redis_cluster, monkeypatch):
     deadline = time.monotonic() + 10
     while not redis_cluster.is_ok() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.2)  # the replicas have the members (loopback replication: well under this)
+    for node in redis_cluster.nodes:  # every replica has the members before a copy goes to it
+        if node.role != "replica":
+            assert redis_lib.Redis(port=node.port).wait(1, 10_000) >= 1, node.port
+    # The client's map of the slots, read again now that every replica is in it (made before, it
+    # may know the masters only, and a hedge then has nowhere to go).
+    deadline = time.monotonic() + 10
+    while True:
+        cluster.nodes_manager.initialize()
+        if all(len(cluster.nodes_manager.slots_cache[slot]) == 2 for slot in (0, 8000, 16383)):
+            break
+        assert time.monotonic() < deadline, "the replicas never showed in the slots"
+        time.sleep(0.1)
     split.hedge = True
     monkeypatch.setattr(scatter.BranchLatency, "FLOOR_S", 0.0)
     monkeypatch.setattr(scatter.BranchLatency, "EVERY", 10**9)  # the p95 stays 0: every call hedged
