@@ -1,6 +1,7 @@
 """Suite-wide fixtures: every test starts with an empty private Redis and empty in-process caches,
 and the `client` fixture sends the hot board reads through the production ASGI application (the
-fast path, boards/fastpath.py), as a server would, and everything else to Django as usual."""
+fast paths, boards/fastpath.py and competitions/fastpath.py), as a server would, and everything
+else to Django as usual."""
 
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -15,6 +16,8 @@ from boards.selectors import distribution_cache, top_cache
 from boards.throttle import reader_buckets_forget
 from common.redis import client as redis_client
 from common.testing import asgi_request
+from competitions.fastpath import ROUTER as STANDINGS
+from competitions.fastpath import confs_forget
 from scoring.fastpath import ROUTER as SINGLES
 from scoring.services import apply_flush
 from seasons.catalog import catalog_forget_local
@@ -31,6 +34,7 @@ def clean_redis():
     catalog_forget_local()
     reader_buckets_forget()
     chromes_forget()
+    confs_forget()
     yield
     apply_flush()
 
@@ -66,7 +70,8 @@ class ProductionClient(Client):
 
     def get(self, path: str, data: Any = None, follow: bool = False, secure: bool = False, **extra: Any) -> Any:
         parts = urlsplit(path)
-        if data or follow or secure or extra or not READS.match("GET", unquote(parts.path)):
+        hot = READS.match("GET", unquote(parts.path)) or STANDINGS.match("GET", unquote(parts.path))
+        if data or follow or secure or extra or not hot:
             return super().get(path, data, follow, secure, **extra)
         return asgi_get(parts.path, parts.query)
 

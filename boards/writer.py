@@ -114,8 +114,33 @@ def _season_meta(season_ids: set[int]) -> dict[int, tuple[Season, Game]]:
     return found
 
 
-def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000) -> ApplyReport:
-    """Apply results to the boards (see the module docstring). Paused (rebuilding) games apply
+@dataclass(frozen=True)
+class CompetitionBoard:
+    """A competition's board (a tournament period), written by the same apply script as the season
+    boards, in its own call: its key and hash tag come from the competition's keys module, its
+    dedup markers lie in that tag's slot (so a result counts once on it, whatever is redelivered,
+    apart from its season boards' markers), its scores use the codec of `time_bits` from `starts_at`."""
+
+    game: str
+    key: str
+    tag: str  # the hash tag, braces included
+    starts_at: datetime
+    time_bits: int
+    best: bool  # the best single result (else the sum)
+    ascending: bool  # lower is better (best only)
+    dense: bool
+    ttl_s: int
+
+
+def events_apply(
+    *,
+    events: list[EventRow],
+    dedup_ttl_s: int,
+    chunk: int = 2000,
+    competitions: Mapping[CompetitionBoard, list[EventRow]] | None = None,
+) -> ApplyReport:
+    """Apply results to the boards (see the module docstring), and to the competition boards the
+    results counted on (`competitions`: each board's events). Paused (rebuilding) games apply
     nothing: those events are reported `paused`, for the caller to retry. One round trip for every
     group (on a cluster, one per node: scatter.py); the boards changed go to the live publisher."""
     report = ApplyReport()
@@ -125,12 +150,76 @@ def events_apply(*, events: list[EventRow], dedup_ttl_s: int, chunk: int = 2000)
     groups = _groups_by_boards(events, meta)
     redis = boards_client()
     script = lua_script(APPLY_SCRIPT)
-    calls, slots = _script_calls(
-        groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=isinstance(redis, RedisCluster)
-    )
-    replies = _script_calls_run(redis, script, calls, slots)
-    boards_touched(_replies_count(calls, replies, report))
+    cluster = isinstance(redis, RedisCluster)
+    calls, slots = _script_calls(groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=cluster)
+    extra = _competition_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    for board in competitions or {}:
+        if cluster:
+            slots[board.game].add(board.tag)
+    replies = _script_calls_run(redis, script, calls + extra, slots)
+    changed = _replies_count(calls, replies[: len(calls)], report)
+    changed |= _competition_replies(extra, replies[len(calls) :], report)
+    boards_touched(changed)
     return report
+
+
+def _competition_calls(
+    competitions: Mapping[CompetitionBoard, list[EventRow]], *, dedup_ttl_s: int, chunk: int
+) -> "list[_ScriptCall]":
+    """The apply script's calls for the competition boards: one board each (a sum board or a best
+    board), the dedup markers in the board's slot; the pause flag and hidden set as the season
+    boards of one Redis read them (on a cluster, their copies in the board's slot)."""
+    calls: list[_ScriptCall] = []
+    prefix = keys.deployment_prefix()
+    flags_slot_on_cluster = on_cluster()
+    for board, rows in competitions.items():
+        codec = ScoreCodec(board.time_bits)
+        start_us = keys.epoch_micros(board.starts_at)
+        flags = board.tag if flags_slot_on_cluster else ""
+        n_sum, n_best = (0, 1) if board.best else (1, 0)
+        for start in range(0, len(rows), chunk):
+            script_keys = [keys.pause_key(board.game, flags), keys.hidden_key(board.game, flags), board.key]
+            if board.dense:
+                script_keys.append(keys.distinct_key(board.key))
+            script_keys.append(keys.version_key(board.key))
+            args: list[Any] = [codec.time_span, codec.max_points, n_sum, n_best, int(board.dense), dedup_ttl_s]
+            args.append(board.ttl_s)
+            dedup_index: dict[str, int] = {}
+            for e in rows[start : start + chunk]:
+                dkey, dfield = keys.dedup_location(e.id, board.tag, prefix)
+                if dkey not in dedup_index:
+                    script_keys.append(dkey)
+                    dedup_index[dkey] = len(script_keys)
+                micros = keys.epoch_micros(e.accepted_at)
+                reached = min(reached_seconds(season_start_us=start_us, accepted_us=micros), codec.max_reached_s)
+                points = codec.stored_points(e.points, ascending=board.ascending)
+                args += [
+                    e.id,
+                    dedup_index[dkey],
+                    dfield,
+                    e.player_id,
+                    points,
+                    reached,
+                    keys.dedup_tag_micros(e.id, micros),
+                ]
+            calls.append(_ScriptCall(rows[start : start + chunk], [board.key], script_keys, args))
+    return calls
+
+
+def _competition_replies(calls: "list[_ScriptCall]", replies: list[Any], report: ApplyReport) -> set[str]:
+    """The competition calls' replies: the boards that changed. An event of a paused call (a
+    rebuild) is taken off `report.on_boards`, for the relay to send again."""
+    changed: set[str] = set()
+    paused: set[int] = set()
+    for (part, board_keys, _, _), reply in zip(calls, replies, strict=True):
+        if reply[0] == "paused":
+            paused.update(e.id for e in part)
+        elif int(reply[1]):
+            changed.update(board_keys)
+    if paused:
+        report.on_boards = [event_id for event_id in report.on_boards if event_id not in paused]
+        report.paused += len(paused)
+    return changed
 
 
 _GroupKey = tuple[int, date, str | None, tuple[str, ...], int | None]  # season, day, region, extras, shard
@@ -213,7 +302,7 @@ def _group_calls(
     prefix: str,
     dedup_ttl_s: int,
     chunk: int,
-) -> list[_ScriptCall]:
+) -> "list[_ScriptCall]":
     """One group's script calls, `chunk` events each (lua/apply_events.lua's header has KEYS and
     ARGV): the pause flag, the hidden set, the boards (with the dense rule their companions), their
     versions, then each dedup hash as the events need it; ARGV the codec's figures and the boards'
@@ -363,6 +452,67 @@ def player_scores_write(
     if index:
         pipe = redis.pipeline(transaction=False)
         for dkey in index:
+            pipe.expire(dkey, dedup_ttl_s)
+        pipe.execute()
+    return changed
+
+
+def competition_scores_write(
+    *,
+    board: CompetitionBoard,
+    scores: Mapping[str, int | None],
+    included: Mapping[str, list[tuple[int, datetime]]],
+    dedup_ttl_s: int,
+    pause_held: bool = False,
+) -> int | None:
+    """Write players' re-derived scores on a competition board as absolute values (None removes
+    the player), each player's in one call of the correction script with the dedup markers (in the
+    board's slot) of the results (event id, accepted at) the value includes, so a queued apply of
+    one of them cannot count it again. Returns the number of players changed, or None when the
+    game is paused (a rebuild swaps its keys: nothing written, the caller tries again later).
+    `pause_held`: the caller is the rebuild that paused the game, and writes regardless."""
+    if not scores:
+        return 0
+    codec = ScoreCodec(board.time_bits)
+    flags = board.tag if on_cluster() else ""
+    # The script's pause flag: the game's, or for the rebuild holding it a key never set (in the
+    # board's slot, as the script's other keys).
+    pause = f"{board.key}:unpaused" if pause_held else keys.pause_key(board.game, flags)
+    prefix = keys.deployment_prefix()
+    redis = boards_client()
+    script = lua_script(CORRECT_SCRIPT)
+    pipe = redis.pipeline(transaction=False)
+    cluster = isinstance(redis, RedisCluster)  # no scripts in a cluster's pipeline: one call each
+    replies: list[Any] = []
+    marked: set[str] = set()
+    for player_id, score in scores.items():
+        script_keys = [
+            pause,
+            board.key,
+            keys.distinct_key(board.key),
+            keys.version_key(board.key),
+        ]
+        marks: list[int | str] = []
+        for event_id, accepted_at in included.get(player_id, []):
+            dkey, dfield = keys.dedup_location(event_id, board.tag, prefix)
+            if dkey not in script_keys:
+                script_keys.append(dkey)
+            marked.add(dkey)
+            marks += [script_keys.index(dkey) + 1, dfield, keys.dedup_tag(event_id, accepted_at)]
+        value = "" if score is None else str(score)
+        args = [player_id, 1, codec.time_span, int(board.dense), value, board.ttl_s, *marks]
+        reply = script(keys=script_keys, args=args, client=redis if cluster else pipe)
+        if cluster:
+            replies.append(reply)
+    if not cluster:
+        replies = pipe.execute()
+    if any(reply[0] in (b"paused", "paused") for reply in replies):
+        return None
+    changed = sum(int(reply[1]) for reply in replies)
+    if changed:
+        boards_touched([board.key])
+    if marked:
+        for dkey in marked:
             pipe.expire(dkey, dedup_ttl_s)
         pipe.execute()
     return changed

@@ -1,4 +1,5 @@
-"""ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), single-result
+"""ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), the tournament
+board reads on theirs (competitions/fastpath.py), single-result
 POSTs on theirs (scoring/fastpath.py, in groups), every other HTTP request through Django behind a
 per-process admission limit (admission.py), in one hop to a thread (django_handler.py); WebSockets
 through each app's routing. In front of all HTTP: the request id and the request metrics
@@ -22,12 +23,13 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns  # noqa: E402
 from common.observability import Observed  # noqa: E402
+from competitions.fastpath import FastStandings  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": Observed(FastReads(FastSingles(DjangoAdmission(django_asgi_app)))),
+        "http": Observed(FastReads(FastStandings(FastSingles(DjangoAdmission(django_asgi_app))))),
         "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
     }
 )

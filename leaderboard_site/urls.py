@@ -9,6 +9,7 @@ from . import health, metrics
 api_v1 = [
     path("", include("scoring.urls")),
     path("", include("boards.urls")),
+    path("", include("competitions.urls")),
 ]
 
 urlpatterns = [

@@ -4,23 +4,20 @@ urls.py builds Django's views from `OPERATIONS`, drf-spectacular the OpenAPI doc
 fastpath.py answers single results in groups by the same declaration. Thin: verify, parse, one call.
 """
 
-import json
 from typing import Any
 
-import orjson
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from anticheat.models import ServerKey
-from anticheat.signed import SIGNATURE_HEADERS, SIGNED_ERRORS, signed_key
+from anticheat.signed import PARSE_ERROR, signed, signed_key, verified_json
 from boards.kinds import BOARD_NAMES
 from boards.models import Player
 from boards.params import BOARD_ERRORS, BOARD_QUERY, NOT_RANKED, not_ranked, resolve
 from boards.services import friendship_add, friendship_remove
-from common.api_errors import LEDGER_DOWN, NOT_FOUND, Problem
+from common.api_errors import NOT_FOUND, Problem
 from common.formats import PLAYER_ID_RE
 from common.openapi import FRIEND_PARAM, GAME_PARAM, MATCH_PARAM, PLAYER_PARAM
 from common.operations import INVALID, Args, Operation, Query
@@ -36,28 +33,9 @@ from .validation import game_match_validate, parse_match_id, single_match_parse
 
 MAX_BATCH = 1000
 REPLAY_HEADER = "Idempotent-Replayed"
-PARSE_ERROR = Problem(400, "parse_error", "the body is not JSON")
 SEASON_CLOSED = Problem(409, "season_closed", "`played_at` falls in no open season (nothing stored)")
 IDEMPOTENCY_CONFLICT = Problem(409, "idempotency_conflict", "this match id was sent before with another body")
 BODY_ERRORS = (INVALID, PARSE_ERROR)  # of a request with a JSON body
-
-
-def verified_json(request: Request, game: str) -> tuple[ServerKey, Any]:
-    """Check the signature over the raw body first (DRF #2774), then parse it strictly."""
-    key = signed_key(request, game)
-    body = request._request.body
-    try:
-        return key, orjson.loads(body)  # strict JSON (no NaN or Infinity), several times json's speed
-    except orjson.JSONDecodeError:
-        pass
-    try:  # what orjson refuses but JSON allows (integers past 64 bits) reaches the validation
-        return key, json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise PARSE_ERROR(f"Malformed JSON: {exc}") from exc
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _game_or_404(slug: str) -> Game:
@@ -170,13 +148,6 @@ def friendship_delete(request: Request, args: Args) -> None:
 BOARD = Query("board", "The board (default `all`).", {"type": "string", "enum": list(BOARD_NAMES)})
 _PLAYER_PATH = (GAME_PARAM, PLAYER_PARAM)
 _FRIEND_PATH = (GAME_PARAM, PLAYER_PARAM, FRIEND_PARAM)
-
-
-def signed(**declared: Any) -> Operation:
-    """An operation of the signed API: the signature's headers, and before its own errors those of
-    every signed request (401, 403, 429) and of a ledger that cannot be reached (503)."""
-    errors = dict.fromkeys((*SIGNED_ERRORS, LEDGER_DOWN, *declared.pop("errors", ())))
-    return Operation(headers=tuple(SIGNATURE_HEADERS), errors=tuple(errors), **declared)
 
 
 OPERATIONS: list[Operation] = [

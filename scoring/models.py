@@ -99,6 +99,27 @@ class ScoreEvent(models.Model):
         return f"{self.match_id}/{self.player_id}"
 
 
+class TournamentResult(models.Model):
+    """A result entered in a tournament a match named, and its verdict there (docs/api.md,
+    "Counting"): the ledger's record of it, written in the transaction that stores the result, so
+    a rebuild of a tournament's boards and counters needs nothing else. `period` is null for
+    `outside_period`. The attempts a player used in a period are the rows `counted` of results
+    still `accepted`."""
+
+    event = models.ForeignKey(ScoreEvent, on_delete=models.CASCADE, related_name="tournament_results")
+    tournament = models.ForeignKey("competitions.Tournament", on_delete=models.PROTECT, related_name="+")
+    period = models.PositiveIntegerField(null=True, blank=True)
+    player_id = models.CharField(max_length=64)
+    verdict = models.CharField(max_length=20)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["event", "tournament"], name="tournament_result_unique")]
+        indexes = [models.Index(fields=["tournament", "period", "player_id"], name="tournament_result_player")]
+
+    def __str__(self) -> str:
+        return f"{self.event_id} in {self.tournament_id}: {self.verdict}"
+
+
 class UnappliedEvent(models.Model):
     """The outbox: one row per accepted event that is not on the boards yet.
 

@@ -2,6 +2,7 @@
 revocation, anomaly withholding). The ledger changes first, then the boards are corrected from it;
 every decision is audited (anticheat's audit log)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -17,6 +18,7 @@ from boards.writer import dedup_clear
 from seasons.models import Game
 
 from .corrections import player_correct_retrying
+from .entries import tournament_results_approved, tournament_results_withdrawn
 from .models import AnomalyScan, EventStatus, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .players import DELETED_PREFIX
@@ -55,6 +57,7 @@ def player_ban(
                 status__in=[EventStatus.ACCEPTED, EventStatus.PENDING_REVIEW],
             )
             locked = list(targets.select_for_update().values_list("id", flat=True))  # lock them first
+            withdrawn = list(targets.filter(status=EventStatus.ACCEPTED).values_list("id", flat=True))
             lost = dict(
                 targets.filter(status=EventStatus.ACCEPTED)
                 .values("season_id")
@@ -66,6 +69,8 @@ def player_ban(
             for season_id, points in lost.items():
                 SeasonTotal.objects.filter(season_id=season_id, player_id=player_id).update(points=F("points") - points)
     changed = player_correct_retrying(game=game, player_id=player_id) if revoked else 0
+    if revoked:
+        tournament_results_withdrawn(event_ids=withdrawn, now=timezone.now())
     return BanResult(player_id=player_id, revoked=revoked, boards_changed=changed)
 
 
@@ -90,29 +95,45 @@ class ReviewResult:
 def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
     """Approve pending results: they become `accepted` now (their reach time is the approval) and
     go down the normal apply path. Results no longer pending are skipped (e.g. revoked meanwhile).
-    Locks the events (a concurrent revoke waits, then finds them accepted and revokes them)."""
+    Locks the events (a concurrent revoke waits, then finds them accepted and revokes them).
+    Their tournament entries count now if the contract lets them (`tournament_results_approved`);
+    the counters they take are given back if the transaction fails."""
+    now = timezone.now()
+    give_back: list[Callable[[], None]] = []
+    try:
+        with transaction.atomic():
+            events = list(
+                ScoreEvent.objects.select_for_update()
+                .filter(id__in=event_ids, status=EventStatus.PENDING_REVIEW)
+                .select_related("game")
+                .order_by("id")
+            )
+            # Their tournament entries decided again, as accepted results (before the status changes:
+            # a counter filled from the ledger must not hold them yet).
+            give_back.append(tournament_results_approved(events=events, now=now))
+            _approve(events, now=now, reason=reason, actor=actor, actor_label=actor_label)
+    except BaseException:
+        for undo in give_back:
+            undo()
+        raise
+    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+
+
+def _approve(events: list[ScoreEvent], *, now: datetime, reason: str, actor: Actor, actor_label: str) -> None:
+    """The approval's ledger changes (in its transaction) and the apply after its commit."""
     from .services import enqueue_apply
 
-    now = timezone.now()
-    with transaction.atomic():
-        events = list(
-            ScoreEvent.objects.select_for_update()
-            .filter(id__in=event_ids, status=EventStatus.PENDING_REVIEW)
-            .select_related("game")
-            .order_by("id")
-        )
-        _account(events, sign=+1, action="approve", reason=reason, actor=actor, actor_label=actor_label)
-        ids = [e.id for e in events]
-        ScoreEvent.objects.filter(id__in=ids).update(
-            status=EventStatus.ACCEPTED,
-            reason="",
-            accepted_at=now,
-            reviewed_at=now if actor is not None or actor_label else None,
-        )
-        outbox_add(ids, accepted_at=now)  # not applied yet: the relay finds them should the enqueue fail
-        if ids:
-            transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
-    return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
+    _account(events, sign=+1, action="approve", reason=reason, actor=actor, actor_label=actor_label)
+    ids = [e.id for e in events]
+    ScoreEvent.objects.filter(id__in=ids).update(
+        status=EventStatus.ACCEPTED,
+        reason="",
+        accepted_at=now,
+        reviewed_at=now if actor is not None or actor_label else None,
+    )
+    outbox_add(ids, accepted_at=now)  # not applied yet: the relay finds them should the enqueue fail
+    if ids:
+        transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
 
 
 def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
@@ -141,6 +162,7 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
     # Only players who lose an accepted result need their boards corrected: a pending result was
     # never on them (the anomaly job's withholding corrects the boards itself, after its commit).
     _correct_players(counted)
+    tournament_results_withdrawn(event_ids=[e.id for e in counted], now=timezone.now())
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
 
 
@@ -173,6 +195,7 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
         ]
     )
     _correct_players(locked)
+    tournament_results_withdrawn(event_ids=[e.id for e in locked], now=timezone.now())
 
 
 ANOMALY_RECOMPUTE_S = 600

@@ -26,6 +26,7 @@ from django.utils import timezone
 from boards.writer import ApplyReport, EventRow, events_apply
 from common.observability import Histogram, observe_many
 
+from .entries import competition_boards_of, competition_rewrites, tournament_results_withdrawn
 from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .selectors import json_list
 
@@ -142,7 +143,12 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
     stay, for the relay.
     """
     rows = _unapplied_rows(event_ids)
-    report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    competitions = competition_boards_of(rows)
+    report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk, competitions=competitions.added)
+    paused = competition_rewrites(competitions)
+    if paused:  # a rebuild: those stay in the outbox, for the relay (their season boards skip them then)
+        report.on_boards = [event_id for event_id in report.on_boards if event_id not in paused]
+        report.paused += len(paused)
     now = timezone.now()
     outbox_applied(report.on_boards)
     if report.refused:
@@ -153,6 +159,8 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
                 [EventStatus.REJECTED.value, report.refused],
             )
             outbox_drop(report.refused)
+        # Counted in a tournament: off its board again, its attempt given back.
+        tournament_results_withdrawn(event_ids=report.refused, now=now)
     on_boards = set(report.on_boards)
     lags = [(now - row.accepted_at).total_seconds() for row in rows if row.id in on_boards]
     observe_many(APPLY_LAG, lags)

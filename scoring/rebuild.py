@@ -10,6 +10,12 @@ but unapplied event (the new boards hold it), then take it out of the outbox. Ev
 during phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
 afterwards: none is lost and none counts twice.
 
+A whole rebuild (every kind, every shard) also rewrites the boards of the game's tournament
+periods whose grace has not ended from the ledger, in phase 2 after the swap
+(`entries.tournament_boards_rebuild`): the swap took the unapplied results out of the outbox, and
+a flushed Redis lost those boards too. Their counters (entrants, attempts) refill themselves from
+the database on their next use.
+
 One rebuild of a game runs at a time (`lb:rebuild-lock:{game}`, waited for): two would write the
 same staged copies. A rebuild that loses the lock (Redis flushed under it, so its staged copies
 went too) stops before it swaps anything in (LockLost).
@@ -57,6 +63,7 @@ from common.locks import HeldLock, LockLost, lock_held
 from seasons.models import Game
 from seasons.selectors import seasons_of
 
+from .entries import tournament_boards_rebuild
 from .outbox import outbox_applied
 from .selectors import (
     ledger_boards,
@@ -146,6 +153,9 @@ def _rebuild(
         )
         lock.check()  # still ours, so the staged copies are whole: nothing is marked or swapped otherwise
         _boards_swap_in(game=game, scope=scope, staged=staged, moved=moved, report=report)
+        if not scope.partial:  # the swap took the unapplied results out of the outbox
+            tournament_players = tournament_boards_rebuild(game=game, now=moved.now)
+            logger.info("rebuild of %s: %d tournament scores rewritten", game.slug, tournament_players)
     report.paused_s = round(time.monotonic() - clock, 2)
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)

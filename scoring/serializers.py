@@ -21,6 +21,12 @@ class MatchInSerializer(serializers.Serializer):
     duration_s = serializers.IntegerField(min_value=0, max_value=604800)
     season = serializers.IntegerField(required=False, help_text="Default: the season containing played_at.")
     results = serializers.ListField(child=ResultInSerializer(), min_length=1, max_length=100)
+    tournaments = serializers.ListField(
+        child=serializers.RegexField(r"^[a-z0-9-]{1,40}$"),
+        required=False,
+        max_length=10,
+        help_text="Tournaments of the game every result of the match is entered in (an unknown id is a 400).",
+    )
 
 
 class BatchMatchInSerializer(MatchInSerializer):
@@ -35,6 +41,13 @@ class ResultOutcomeSerializer(serializers.Serializer):
     player_id = serializers.CharField()
     status = serializers.ChoiceField(choices=["accepted", "pending_review", "rejected"])
     reason = serializers.CharField(required=False)
+    tournaments = serializers.DictField(
+        child=serializers.ChoiceField(
+            choices=["outside_period", "not_counted", "not_entered", "full", "no_attempts_left", "counted"]
+        ),
+        required=False,
+        help_text="For a match that names tournaments: the result's verdict in each, by tournament id.",
+    )
 
 
 class MatchAnswerSerializer(serializers.Serializer):

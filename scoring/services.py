@@ -33,11 +33,14 @@ from boards.writer import names_fill, names_store
 from common.db import copy_rows, ids_take, insert_rows_returning, jsonb_binary, rows_by_keys
 from common.metrics import count
 from common.outage import OutageLog
+from competitions.entry import Entry, tournaments_named
+from competitions.models import Tournament
 from seasons.models import Game, Season
 from seasons.periods import week_label
 from seasons.selectors import season_containing, seasons_of
 
 from .apply_buffer import ApplyBuffer
+from .entries import entries_decide_all, entries_give_back, entries_of_results, entries_record
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .validation import Errors, MatchIn
@@ -65,6 +68,8 @@ class _Pending:
     content_hash: str
     season: Season
     verdicts: list[Verdict] = field(default_factory=list)
+    tournaments: list[Tournament] = field(default_factory=list)
+    entries: list[list[Entry]] = field(default_factory=list)  # per result, one per named tournament
 
 
 def content_hash(match: MatchIn) -> str:
@@ -185,26 +190,26 @@ def _submit_once(
     open_now = {season.id: season.accepts_results_at(now) for season in seasons}
     hashes = {i: content_hash(m) for i, m in valid}
     earlier = _earlier_submissions(game, [m.match_id for _, m in valid])
-    pending: list[_Pending] = []
     first_in_batch: dict[uuid.UUID, int] = {}
-    for i, match in valid:
-        mid = str(match.match_id)
-        if match.match_id in earlier:
-            first_hash, first_answer = earlier[match.match_id]
-            outcomes[i] = _replay_or_conflict(first_hash, first_answer, hashes[i], mid)
-            continue
-        if match.match_id in first_in_batch:
-            continue  # answered below, once the first copy has its answer
-        first_in_batch[match.match_id] = i
-        season, refusal = _season_for(match, seasons, now, open_now)
-        if refusal is not None:
-            outcomes[i] = refusal
-            continue
-        assert season is not None
-        pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season))
-
+    pending = _pending_of(
+        game=game,
+        valid=valid,
+        earlier=earlier,
+        hashes=hashes,
+        outcomes=outcomes,
+        first_in_batch=first_in_batch,
+        seasons=seasons,
+        open_now=open_now,
+        now=now,
+    )
     if pending:
-        accepted_ids, new_names = _store(game=game, key=key, pending=pending, outcomes=outcomes, now=now, rules=rules)
+        try:
+            accepted_ids, new_names = _store(
+                game=game, key=key, pending=pending, outcomes=outcomes, now=now, rules=rules
+            )
+        except BaseException:  # the transaction did not commit: the tournaments' counters go back
+            entries_give_back([e for p in pending for per_result in p.entries for e in per_result])
+            raise
         if accepted_ids:
             transaction.on_commit(lambda: apply_soon(accepted_ids), robust=True)
         if new_names:  # after the transaction: readers find the name with the player's first result
@@ -220,6 +225,46 @@ def _submit_once(
             else:
                 outcomes[i] = first_outcome
     return [o for o in outcomes if o is not None]
+
+
+def _pending_of(
+    *,
+    game: Game,
+    valid: list[tuple[int, MatchIn]],
+    earlier: dict[uuid.UUID, tuple[str, dict[str, Any]]],
+    hashes: dict[int, str],
+    outcomes: list[MatchOutcome | None],
+    first_in_batch: dict[uuid.UUID, int],
+    seasons: list[Season],
+    open_now: dict[int, bool],
+    now: datetime,
+) -> list[_Pending]:
+    """The matches to store, each with its season and the tournaments it names; replays,
+    conflicts and refusals (an unknown tournament, a closed season) answered into `outcomes`."""
+    pending: list[_Pending] = []
+    named = tournaments_named(game_id=game.id, slugs={t for _, m in valid for t in m.tournaments})
+    for i, match in valid:
+        mid = str(match.match_id)
+        if match.match_id in earlier:
+            first_hash, first_answer = earlier[match.match_id]
+            outcomes[i] = _replay_or_conflict(first_hash, first_answer, hashes[i], mid)
+            continue
+        if match.match_id in first_in_batch:
+            continue  # answered below, once the first copy has its answer
+        first_in_batch[match.match_id] = i
+        unknown = [t for t in match.tournaments if t not in named]
+        if unknown:
+            fields = {"tournaments": [f"The game has no tournament {', '.join(map(repr, unknown))}."]}
+            outcomes[i] = _refusal(400, "invalid", "Invalid input.", fields, match_id=mid)
+            continue
+        season, refusal = _season_for(match, seasons, now, open_now)
+        if refusal is not None:
+            outcomes[i] = refusal
+            continue
+        assert season is not None
+        tournaments = [named[t] for t in match.tournaments]
+        pending.append(_Pending(index=i, match=match, content_hash=hashes[i], season=season, tournaments=tournaments))
+    return pending
 
 
 def _earlier_submissions(game: Game, match_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, dict[str, Any]]]:
@@ -276,8 +321,11 @@ def _store(
     match ids claimed with it, then the events; 4. the season totals. Row locks in that order:
     players and season regions (player id order), the submissions (match id order), the season
     totals last (player id order), all held until the commit. Fills `outcomes` (202 each); returns
-    the ids of the accepted events (for the apply task) and the new display names (for Redis)."""
+    the ids of the accepted events (for the apply task) and the new display names (for Redis).
+    The tournaments a match names get each result's verdict right after the judge (their counters
+    in Redis; `matches_submit` gives them back if this transaction fails)."""
     _results_judge(game=game, rules=rules, pending=pending, now=now)
+    _tournament_verdicts(pending=pending, now=now)
     players, new_names, created = players_register(
         game=game, profiles=[(r.player_id, r.display_name, r.region) for p in pending for r in p.match.results]
     )
@@ -287,6 +335,7 @@ def _store(
     )
     _claim_submissions(game=game, key=key, pending=pending, answers=answers)
     event_ids = _events_insert(rows)
+    _tournament_results_insert(pending=pending, event_ids=event_ids, now=now)
     accepted = _season_totals_last(game=game, pending=pending, rows=rows, event_ids=event_ids, outcomes=outcomes)
     return accepted, new_names
 
@@ -304,6 +353,32 @@ def _results_judge(*, game: Game, rules: Rules, pending: list[_Pending], now: da
     )
     for p in pending:
         p.verdicts = [next(verdicts) for _ in p.match.results]
+
+
+def _tournament_verdicts(*, pending: list[_Pending], now: datetime) -> None:
+    """Each result of a match that names tournaments: its entries and their verdicts."""
+    entries: list[Entry] = []
+    for p in pending:
+        if p.tournaments:
+            results = (
+                (r.player_id, v.status == EventStatus.ACCEPTED)
+                for r, v in zip(p.match.results, p.verdicts, strict=True)
+            )
+            p.entries = entries_of_results(results=results, played_at=p.match.played_at, tournaments=p.tournaments)
+            entries += [e for per_result in p.entries for e in per_result]
+    entries_decide_all(entries=entries, now=now)
+
+
+def _tournament_results_insert(*, pending: list[_Pending], event_ids: list[int], now: datetime) -> None:
+    """The verdicts into the ledger beside the events (`event_ids`: the batch's, in result order)."""
+    rows: list[tuple[int, Entry]] = []
+    ids = iter(event_ids)
+    for p in pending:
+        for j in range(len(p.match.results)):
+            event_id = next(ids)
+            if p.entries:
+                rows += [(event_id, e) for e in p.entries[j]]
+    entries_record(rows=rows, now=now)
 
 
 def _regions_counted(
@@ -357,7 +432,7 @@ def _events_and_answers(
         day, week = period
         fixed = regions_by_season[p.season.id]
         results = []
-        for r, v in zip(match.results, p.verdicts, strict=True):
+        for j, (r, v) in enumerate(zip(match.results, p.verdicts, strict=True)):
             counted = fixed.get(r.player_id) or r.region or players[r.player_id][1]
             rows.append(
                 EventInsert(
@@ -378,7 +453,7 @@ def _events_and_answers(
                     r.region if r.region and r.region != counted else None,
                 )
             )
-            results.append(_result_answer(r.player_id, v))
+            results.append(_result_answer(r.player_id, v, p.entries[j] if p.entries else None))
         answers[match.match_id] = {"match_id": str(match.match_id), "results": results}
         outcomes[p.index] = MatchOutcome(http_status=202, body=answers[match.match_id])
     return rows, answers
@@ -487,10 +562,12 @@ class _PendingNames:
 _pending_names = _PendingNames()
 
 
-def _result_answer(player_id: str, verdict: Verdict) -> dict[str, str]:
-    answer = {"player_id": player_id, "status": verdict.status}
+def _result_answer(player_id: str, verdict: Verdict, entries: list[Entry] | None = None) -> dict[str, Any]:
+    answer: dict[str, Any] = {"player_id": player_id, "status": verdict.status}
     if verdict.reason:
         answer["reason"] = verdict.reason
+    if entries is not None:
+        answer["tournaments"] = {e.tournament.slug: e.verdict for e in entries}
     return answer
 
 
@@ -596,7 +673,10 @@ def _mark_overflow(
     for p in pending:
         if not any(v.reason == "score_overflow" for v in p.verdicts):
             continue
-        results = [_result_answer(r.player_id, v) for r, v in zip(p.match.results, p.verdicts, strict=True)]
+        results = [
+            _result_answer(r.player_id, v, p.entries[j] if p.entries else None)
+            for j, (r, v) in enumerate(zip(p.match.results, p.verdicts, strict=True))
+        ]
         answer = {"match_id": str(p.match.match_id), "results": results}
         MatchSubmission.objects.filter(game=game, match_id=p.match.match_id).update(answer=answer)
         outcomes[p.index] = MatchOutcome(http_status=202, body=answer)

@@ -41,10 +41,12 @@ class MatchIn(NamedTuple):
     duration_s: int
     season_id: int | None
     results: tuple[ResultIn, ...]
+    tournaments: tuple[str, ...] = ()  # the tournament ids it names, sorted, each once
 
     def canonical(self) -> dict[str, Any]:
-        """The parsed content compared for idempotency (key order and result order do not matter)."""
-        return {
+        """The parsed content compared for idempotency (key order and result order do not matter).
+        `tournaments` only when named: the hashes of matches stored before it existed stay valid."""
+        content: dict[str, Any] = {
             "match_id": str(self.match_id),
             "played_at": _isoformat(self.played_at),
             "duration_s": self.duration_s,
@@ -54,6 +56,9 @@ class MatchIn(NamedTuple):
                 key=_first,
             ),
         }
+        if self.tournaments:
+            content["tournaments"] = list(self.tournaments)
+        return content
 
 
 def _first(row: list[Any]) -> Any:
@@ -86,7 +91,9 @@ def parse_match_id(raw: Any) -> uuid.UUID | None:
 
 
 RESULT_FIELDS = frozenset({"player_id", "points", "display_name", "region"})
-MATCH_FIELDS = frozenset({"match_id", "played_at", "duration_s", "season", "results"})
+MATCH_FIELDS = frozenset({"match_id", "played_at", "duration_s", "season", "results", "tournaments"})
+TOURNAMENT_ID_RE = re.compile(r"^[a-z0-9-]{1,40}$")
+MAX_TOURNAMENTS = 10
 
 
 def _unknown(raw: dict[str, Any], allowed: frozenset[str]) -> Errors:
@@ -216,10 +223,25 @@ def _match_checked(
         errors["duration_s"] = [f"duration_s must be an integer from 0 to {MAX_DURATION_S}."]
     season_id = _season_checked(raw.get("season"), errors)
     results = _results_checked(raw, max_points, dimensions, errors)
+    tournaments = _tournaments_checked(raw.get("tournaments"), errors)
     if errors:
         return None, errors
     assert played_at is not None and isinstance(duration_s, int)
-    return MatchIn(match_id, played_at, duration_s, season_id, tuple(results)), {}
+    return MatchIn(match_id, played_at, duration_s, season_id, tuple(results), tournaments), {}
+
+
+def _tournaments_checked(raw: Any, errors: Errors) -> tuple[str, ...]:
+    """The tournament ids a match names (at most MAX_TOURNAMENTS), sorted and each once; an error
+    into `errors` when the list is malformed. Whether the game has them is the service's check."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > MAX_TOURNAMENTS:
+        errors["tournaments"] = [f"A list of at most {MAX_TOURNAMENTS} tournament ids."]
+        return ()
+    if not all(isinstance(t, str) and TOURNAMENT_ID_RE.match(t) for t in raw):
+        errors["tournaments"] = ["A tournament id is 1 to 40 of [a-z0-9-]."]
+        return ()
+    return tuple(sorted(set(raw)))
 
 
 def _season_checked(season_raw: Any, errors: Errors) -> int | None:
@@ -272,6 +294,8 @@ def _plain_match(
     """The match when it passes every check of `validate_match`, by the shortest way (no season,
     every result plain); None means "check it in full", never "invalid"."""
     if type(raw) is not dict or not raw.keys() <= MATCH_FIELDS or raw.get("season") is not None:
+        return None
+    if "tournaments" in raw:
         return None
     played_raw = raw.get("played_at")
     duration_s = raw.get("duration_s")

@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "anticheat",
     "scoring",
     "boards",
+    "competitions",
 ]
 
 MIDDLEWARE = [

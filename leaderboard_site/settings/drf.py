@@ -27,4 +27,6 @@ SPECTACULAR_SETTINGS = {
         "common.openapi.closed_request_bodies",
         "common.openapi.request_id_headers",
     ],
+    # One name for a choice set that several answers share.
+    "ENUM_NAME_OVERRIDES": {"PeriodStatusEnum": "competitions.serializers.PERIOD_STATUSES"},
 }

@@ -49,3 +49,6 @@ MAX_MATCHES_PER_HOUR = env_int("MAX_MATCHES_PER_HOUR", 0)
 # Public reads per client IP (a token bucket in Redis); 0 switches it off.
 READ_RATE_PER_S = env_int("READ_RATE_PER_S", 200)
 READ_RATE_BURST = env_int("READ_RATE_BURST", 400)
+# Tournaments: a period's Redis keys (board, entrants, attempts) live this long after its grace
+# ends; its final standings are then read from PostgreSQL.
+TOURNAMENT_KEYS_TTL_AFTER_FINAL_S = env_int("TOURNAMENT_KEYS_TTL_AFTER_FINAL_S", 86400)

@@ -1,0 +1,59 @@
+"""Every Redis key of the tournaments: the only module that spells them (the boards' keys are in
+boards/keys.py).
+
+Keys (prefix `lb` by default, REDIS_KEY_PREFIX), one set per period, all ending in the period's
+Redis Cluster hash tag `{game.t.tournament.period}`, so that one script reads and writes a period's
+board and counters together, on one Redis or on a cluster:
+    lb:t:{game}:{tournament}:{period}:e:{tag}   the period's entrants (a set; the member "" says it
+                                                was filled from the database: a set without it is
+                                                loaded from TournamentEntrant rows before any use)
+    lb:t:{game}:{tournament}:{period}:a:{tag}   counted attempts per player (a hash; field "" = the
+                                                same "filled" mark)
+    lb:t:{game}:{tournament}:{period}:b:{tag}   the period's board (a sorted set, encoded scores;
+                                                `:d` its distinct points, `:v` its version, as
+                                                boards/keys.py names them for every board)
+    lb:tc:{game}:{tournament}:{tag}             the fast entrance's copy of the tournament (a JSON
+                                                document: competitions/standings.py), and `:v:{tag}`
+                                                its version; tagged `{game.t.tournament}`
+The period keys expire a while after the period's grace ends (TOURNAMENT_KEYS_TTL_AFTER_FINAL_S); a final
+period is read from PostgreSQL.
+"""
+
+from common.redis import key_prefix
+
+FILLED = ""  # the member (and field) that marks a counter as filled from the database
+
+
+def period_tag(game: str, tournament: str, period: int) -> str:
+    """The hash tag (braces included) of one period's keys."""
+    return f"{{{game}.t.{tournament}.{period}}}"
+
+
+def _base(game: str, tournament: str, period: int) -> str:
+    return f"{key_prefix()}:t:{game}:{tournament}:{period}"
+
+
+def entrants_key(game: str, tournament: str, period: int) -> str:
+    return f"{_base(game, tournament, period)}:e:{period_tag(game, tournament, period)}"
+
+
+def attempts_key(game: str, tournament: str, period: int) -> str:
+    return f"{_base(game, tournament, period)}:a:{period_tag(game, tournament, period)}"
+
+
+def board_key(game: str, tournament: str, period: int) -> str:
+    return f"{_base(game, tournament, period)}:b:{period_tag(game, tournament, period)}"
+
+
+def period_pattern(game: str, tournament: str) -> str:
+    """Every key of every period of a tournament (SCAN)."""
+    return f"{key_prefix()}:t:{game}:{tournament}:*"
+
+
+def conf_key(game: str, tournament: str) -> str:
+    """The fast entrance's copy of a tournament's read configuration (standings.py)."""
+    return f"{key_prefix()}:tc:{game}:{tournament}:{{{game}.t.{tournament}}}"
+
+
+def conf_version_key(game: str, tournament: str) -> str:
+    return f"{key_prefix()}:tc:{game}:{tournament}:v:{{{game}.t.{tournament}}}"

@@ -1,0 +1,29 @@
+"""Test helpers of the tournaments (for their own tests and the apps above): signed requests and
+tournament bodies."""
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.test import Client
+from django.utils import timezone
+
+from anticheat.models import ServerKey
+from common.formats import iso
+from common.signing import signed_headers
+
+
+def signed_call(client: Client, key: ServerKey, method: str, path: str, body: Any = None) -> Any:
+    """A request signed with `key` (a JSON body when given)."""
+    raw = json.dumps(body).encode() if body is not None else b""
+    headers = signed_headers(key_id=key.key_id, secret=key.secret, method=method, path=path, body=raw)
+    return client.generic(method, path, data=raw, content_type="application/json", headers=headers)
+
+
+def cup_body(*, starts_at: datetime | None = None, duration_s: int = 3600, **extra: Any) -> dict[str, Any]:
+    """A tournament's configuration that started a minute ago (or at `starts_at`)."""
+    start = starts_at or timezone.now().replace(microsecond=0) - timedelta(seconds=60)
+    body: dict[str, Any] = {"title": "Spring Cup", "starts_at": iso(start), "duration_s": duration_s}
+    for name, value in extra.items():
+        body[name] = iso(value) if isinstance(value, datetime) else value
+    return body
