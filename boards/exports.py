@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from seasons.models import Season
 
-from .gone import Gone, board_gone, gone_ids
+from .gone import Gone, board_gone, gone_players
 from .models import FrozenStanding
 
 FIELDS = ["season", "board", "region", "period", "rank", "player_id", "score", "tie_rule"]
@@ -17,12 +17,13 @@ FIELDS = ["season", "board", "region", "period", "rank", "player_id", "score", "
 def _gone_by_board(season: Season) -> dict[tuple[str, str, str], Gone]:
     """Each board's rows of players hidden or deleted since the freeze (gone.py): they are on no
     board, so the export leaves them out and out of the others' ranks, as every read does."""
-    ids = gone_ids(game_id=season.game_id)
+    ids = gone_players(game_id=season.game_id).values("player_id")
     standings = FrozenStanding.objects.filter(season=season)
-    boards = set(standings.filter(player_id__in=ids).values_list("board", "region", "period")) if ids else set()
+    boards = set(standings.filter(player_id__in=ids).values_list("board", "region", "period"))
     rule = season.game.tie_rule
     return {
-        (b, r, p): board_gone(standings.filter(board=b, region=r, period=p), rule=rule, ids=ids) for b, r, p in boards
+        (b, r, p): board_gone(standings.filter(board=b, region=r, period=p), rule=rule, game_id=season.game_id)
+        for b, r, p in boards
     }
 
 

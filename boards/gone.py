@@ -27,10 +27,10 @@ from .ranking import Above, counted_above
 GoneRow = tuple[str, int, int, int]  # (player id, position, rank, score)
 
 
-def gone_ids(*, game_id: int) -> list[str]:
-    """The ids of the game's hidden and deleted players (a deleted account's row stays, hidden)."""
-    hidden = Player.objects.filter(game_id=game_id).filter(Q(hidden=True) | Q(deleted_at__isnull=False))
-    return list(hidden.values_list("player_id", flat=True))
+def gone_players(*, game_id: int) -> QuerySet[Player]:
+    """The game's hidden and deleted players (a deleted account's row stays, hidden): through the
+    partial index `player_hidden`."""
+    return Player.objects.filter(game_id=game_id).filter(Q(hidden=True) | Q(deleted_at__isnull=False))
 
 
 class Gone:
@@ -71,10 +71,10 @@ class Gone:
         return raw
 
 
-def gone_rows(standings: QuerySet[FrozenStanding], ids: Sequence[str]) -> list[GoneRow]:
-    """The rows of `ids` among one board's standings, in display order."""
-    if not ids:
-        return []
+def gone_rows(standings: QuerySet[FrozenStanding], *, game_id: int) -> list[GoneRow]:
+    """The rows of the game's hidden and deleted players among one board's standings, in display
+    order: one query, a lookup in the standings' player index per hidden player."""
+    ids = gone_players(game_id=game_id).values("player_id")
     rows = standings.filter(player_id__in=ids).order_by("position")
     return [(p, pos, r, s) for p, pos, r, s in rows.values_list("player_id", "position", "rank", "score")]
 
@@ -102,8 +102,8 @@ def empty_groups(standings: QuerySet[FrozenStanding], rows: Sequence[GoneRow]) -
     return [rank for first, last, rank in runs if ranks.get(first - 1) != rank and ranks.get(last + 1) != rank]
 
 
-def board_gone(standings: QuerySet[FrozenStanding], *, rule: str, ids: Sequence[str]) -> Gone:
+def board_gone(standings: QuerySet[FrozenStanding], *, rule: str, game_id: int) -> Gone:
     """The hidden and deleted players' rows of one frozen board (`standings`)."""
-    rows = gone_rows(standings, ids)
+    rows = gone_rows(standings, game_id=game_id)
     groups = empty_groups(standings, rows) if rows and counted_above(rule) is Above.DISTINCT_POINTS else []
     return Gone(rule, rows, groups)

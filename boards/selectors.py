@@ -37,7 +37,7 @@ from seasons.selectors import season_current
 
 from . import keys
 from .codec import ScoreCodec
-from .gone import Gone, board_gone, gone_ids
+from .gone import Gone, board_gone
 from .keys import GLOBAL, BoardRef
 from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
 from .models import Friendship, FrozenStanding, Player, SeasonRegion
@@ -559,7 +559,7 @@ def _names(game: Game, player_ids: list[str]) -> dict[str, str | None]:
 
 def _frozen_gone(view: BoardView) -> Gone:
     """The frozen board's rows of players hidden or deleted since the freeze (gone.py)."""
-    return board_gone(view.standings(), rule=view.game.tie_rule, ids=gone_ids(game_id=view.game.id))
+    return board_gone(view.standings(), rule=view.game.tie_rule, game_id=view.game.id)
 
 
 def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding], gone: Gone) -> list[Entry]:
