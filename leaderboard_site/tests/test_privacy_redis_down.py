@@ -11,11 +11,12 @@ from django.utils import timezone
 
 from boards.models import Player
 from common.signing import signed_headers
-from leaderboard_site.tests.outage_tools import PrivateRedis
 from scoring import players
 from scoring.models import ScoreEvent
 from scoring.selectors import boards_diff
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
+
+from .outage_tools import PrivateRedis
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
