@@ -21,6 +21,15 @@ class Player(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["game", "player_id"], name="player_unique_in_game")]
+        # The few hidden and deleted players of a game, without a pass over all its players: every
+        # frozen read leaves them out (boards/gone.py).
+        indexes = [
+            models.Index(
+                fields=["game", "player_id"],
+                name="player_hidden",
+                condition=models.Q(hidden=True) | models.Q(deleted_at__isnull=False),
+            )
+        ]
 
     def __str__(self) -> str:
         return self.player_id

@@ -19,6 +19,7 @@ Frozen seasons answer from their final standings in PostgreSQL (standings.py).
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,7 @@ from seasons.selectors import season_current
 
 from . import keys
 from .codec import ScoreCodec
+from .gone import Gone, board_gone
 from .keys import GLOBAL, BoardRef
 from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
 from .models import Friendship, FrozenStanding, Player, SeasonRegion
@@ -452,7 +454,7 @@ def board_top_cached(*, view: BoardView, n: int) -> Cached:
 def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[Entry]:
     """The top n (the live publisher reads it uncached)."""
     if view.frozen:
-        return _frozen_entries(view, view.standings().order_by("position")[:n])
+        return _frozen_top(view, n)
     if not cached:
         split = _split(view)
         reply = _split_top(view, split, n, None) if split else _run(TOP_SCRIPT, top_call(view, n, ""))
@@ -555,10 +557,17 @@ def _names(game: Game, player_ids: list[str]) -> dict[str, str | None]:
     )
 
 
-def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[Entry]:
+def _frozen_gone(view: BoardView) -> Gone:
+    """The frozen board's rows of players hidden or deleted since the freeze (gone.py)."""
+    return board_gone(view.standings(), rule=view.game.tie_rule, game_id=view.game.id)
+
+
+def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding], gone: Gone) -> list[Entry]:
+    """The rows' entries, the gone players left out and out of every rank."""
     entries: list[Entry] = [
-        entry(rank=rank, player_id=player, display_name=None, score=score)
-        for rank, player, score in rows.values_list("rank", "player_id", "score")
+        entry(rank=gone.rank(rank=rank, position=position), player_id=player, display_name=None, score=score)
+        for rank, position, player, score in rows.values_list("rank", "position", "player_id", "score")
+        if player not in gone.ids
     ]
     names = _names(view.game, [e["player_id"] for e in entries])
     for e in entries:
@@ -566,32 +575,47 @@ def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding]) -> list[Ent
     return entries
 
 
+def _frozen_top(view: BoardView, n: int) -> list[Entry]:
+    gone = _frozen_gone(view)
+    rows = view.standings().filter(position__lt=gone.raw(n)).order_by("position")
+    return _frozen_entries(view, rows, gone)
+
+
 def _frozen_standing(view: BoardView, player_id: str) -> Standing | None:
-    row = view.standings().filter(player_id=player_id).values_list("rank", "score").first()
-    if row is None:
+    row = view.standings().filter(player_id=player_id).values_list("rank", "position", "score").first()
+    gone = _frozen_gone(view)
+    if row is None or player_id in gone.ids:
         return None
-    rank, score = row
+    rank, position, score = row
     standings = view.standings()
     worse = standings.filter(score__gt=score) if view.game.ascending else standings.filter(score__lt=score)
+    gone_worse = sum(1 for s in gone.scores if (s > score if view.game.ascending else s < score))
     name = _names(view.game, [player_id]).get(player_id)
-    return Standing(player_id, name, score, rank, standings.count(), worse.count())
+    rank = gone.rank(rank=rank, position=position)
+    return Standing(player_id, name, score, rank, standings.count() - len(gone), worse.count() - gone_worse)
 
 
 def _frozen_around(view: BoardView, player_id: str, r: int) -> list[Entry] | None:
     position = view.standings().filter(player_id=player_id).values_list("position", flat=True).first()
-    if position is None:
+    gone = _frozen_gone(view)
+    if position is None or player_id in gone.ids:
         return None
-    total = view.standings().count()
+    total = view.standings().count() - len(gone)
     width = 2 * r + 1
-    start = max(0, min(position - r, total - width))
-    rows = view.standings().filter(position__gte=start, position__lt=start + width).order_by("position")
-    return _frozen_entries(view, rows)
+    start = max(0, min(gone.visible(position) - r, total - width))
+    rows = view.standings().filter(position__gte=gone.raw(start), position__lt=gone.raw(start + width))
+    return _frozen_entries(view, rows.order_by("position"), gone)
 
 
 def _frozen_friends(view: BoardView, player_id: str) -> list[Entry]:
     members = [player_id, *friends_of(game=view.game, player_id=player_id)]
+    gone = _frozen_gone(view)
     rows = view.standings().filter(player_id__in=members).order_by("position")
-    found = [(p, s, r) for p, s, r in rows.values_list("player_id", "score", "rank")]
+    found = [
+        (p, s, gone.rank(rank=r, position=pos))
+        for p, s, r, pos in rows.values_list("player_id", "score", "rank", "position")
+        if p not in gone.ids
+    ]
     ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
     names = _names(view.game, [p for p, _, _ in found])
     return [
@@ -601,9 +625,13 @@ def _frozen_friends(view: BoardView, player_id: str) -> list[Entry]:
 
 
 def frozen_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:
-    """(score, rank) of a player in a frozen season's standings (hidden players are in them)."""
-    row = view.standings().filter(player_id=player_id).values_list("score", "rank").first()
-    return (int(row[0]), int(row[1])) if row else None
+    """(score, rank) of a player in a frozen season's standings, counted as if they were visible:
+    the other hidden and deleted players count in it no more than in anyone's public rank."""
+    row = view.standings().filter(player_id=player_id).values_list("score", "rank", "position").first()
+    if row is None:
+        return None
+    score, rank, position = row
+    return int(score), _frozen_gone(view).rank(rank=int(rank), position=int(position))
 
 
 def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
@@ -611,8 +639,17 @@ def _bucket_bounds(lows: list[int], top: int) -> list[tuple[int, int]]:
     return [(low, (lows[i + 1] - 1) if i + 1 < len(lows) else top) for i, low in enumerate(lows)]
 
 
+def _taken(drop: Counter[int], score: int) -> bool:
+    """False once for each time `score` is in `drop` (that row is left out), then True."""
+    drop[score] -= 1
+    return False
+
+
 def _distribution_frozen(view: BoardView) -> dict[str, Any]:
     scores = sorted(view.standings().values_list("score", flat=True))
+    drop = Counter(_frozen_gone(view).scores)  # each gone row's score taken out once
+    if drop:
+        scores = [s for s in scores if not drop[s] or _taken(drop, s)]
     total = len(scores)
     if total == 0:
         return {"buckets": [], "total": 0}
