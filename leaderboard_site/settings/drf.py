@@ -22,6 +22,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The events feed's `type` (events/types.py), by a name of its own rather than a generic TypeEnum.
+    "ENUM_NAME_OVERRIDES": {"EventTypeEnum": "events.types.EVENT_TYPES"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "common.openapi.closed_request_bodies",
