@@ -54,6 +54,13 @@ class WebhookAdmin(admin.ModelAdmin):
             messages.WARNING,
         )
 
+    def get_deleted_objects(self, objs, request):
+        """The webhooks and how many deliveries go with them: deliveries are read-only in the
+        admin, so Django's own list would refuse the deletion (webhook_delete removes them)."""
+        hooks = list(objs)
+        deliveries = Delivery.objects.filter(webhook__in=hooks).count()
+        return [str(h) for h in hooks], {"webhooks": len(hooks), "deliveries": deliveries}, set(), []
+
     def delete_model(self, request, obj):
         webhook_delete(webhook_id=obj.pk)
 
