@@ -1,11 +1,14 @@
 """The dispatcher's database side: claim due deliveries, record how their tries went.
 
-A claim takes, for each webhook with free places (WEBHOOK_CONCURRENCY less its tries in flight in
-this process), its due deliveries with `FOR UPDATE SKIP LOCKED` and stamps them `claimed_until`
+Both run in one transaction per round of the dispatcher (`dispatch_round`). A claim takes, for
+each webhook with free places (WEBHOOK_CONCURRENCY less its tries in flight in this process), its
+due deliveries with `FOR UPDATE SKIP LOCKED` and stamps them `claimed_until`
 (now + WEBHOOK_LEASE_S): another dispatcher skips them, and a dispatcher killed mid-try leaves them
 due again once the lease is over. A record writes every try (DeliveryAttempt) and each delivery's
 new state in one transaction: delivered on a 2xx, else its next try by the schedule, or failed past
-its deadline. A 2xx also brings the webhook's waiting retries forward to now: the receiver is back.
+its deadline. A 2xx also brings the webhook's retries whose last try got no answer (refused, timed
+out) forward to now: the receiver is back. Retries after an answer (a 500 for that event) keep
+their time, so one event a receiver keeps refusing is not tried again at each success of another.
 """
 
 from collections.abc import Mapping, Sequence
@@ -15,6 +18,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
+from seasons.models import Game
+
 from .models import Delivery, DeliveryAttempt, DeliveryStatus, Event, Webhook
 from .schedule import Schedule
 from .selectors import event_body
@@ -23,6 +28,7 @@ _EVENT = Event._meta.db_table
 _DELIVERY = Delivery._meta.db_table
 _WEBHOOK = Webhook._meta.db_table
 _ATTEMPT = DeliveryAttempt._meta.db_table
+_GAME = Game._meta.db_table
 HEAD_BYTES = 1024  # of a receiver's answer, kept with the try
 ERROR_CHARS = 200
 
@@ -74,10 +80,10 @@ class Recorded:
 
 def deliveries_claim(*, busy: Mapping[int, int], limit: int, now: datetime) -> list[Job]:
     """Claim the due deliveries of every webhook, at most `limit` less `busy[webhook]` each (its
-    tries in flight in this process), oldest due first, of numbered events only. See the module
-    docstring for the lease."""
+    tries in flight in this process), oldest due first, of numbered events only, with what their
+    tries need (one statement). Call it in a transaction; see the module docstring for the lease."""
     lease = now + timedelta(seconds=float(settings.WEBHOOK_LEASE_S))
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
             "WITH busy(webhook_id, n) AS (SELECT * FROM unnest(%s::bigint[], %s::int[])), "
             f"slots AS (SELECT w.id, %s - coalesce(b.n, 0) AS free FROM {_WEBHOOK} w "
@@ -87,34 +93,32 @@ def deliveries_claim(*, busy: Mapping[int, int], limit: int, now: datetime) -> l
             "AND d.next_attempt_at <= %s AND (d.claimed_until IS NULL OR d.claimed_until < %s) "
             f"AND EXISTS (SELECT 1 FROM {_EVENT} e WHERE e.id = d.event_id AND e.feed_id IS NOT NULL) "
             "ORDER BY d.next_attempt_at, d.id LIMIT slots.free FOR UPDATE OF d SKIP LOCKED) p) "
-            f"UPDATE {_DELIVERY} d SET claimed_until = %s FROM picked WHERE d.id = picked.id "
-            "RETURNING d.id, d.webhook_id, d.event_id, d.attempts, d.deadline_at",
+            f"UPDATE {_DELIVERY} d SET claimed_until = %s FROM picked p, {_EVENT} e, {_GAME} g, {_WEBHOOK} w "
+            "WHERE d.id = p.id AND e.id = d.event_id AND g.id = e.game_id AND w.id = d.webhook_id "
+            "RETURNING d.id, d.webhook_id, w.url, w.secret, e.feed_id, e.type, g.slug, e.created_at, e.data, "
+            "d.attempts, d.deadline_at",
             [list(busy), list(busy.values()), limit, limit, DeliveryStatus.PENDING.value, now, now, lease],
         )
-        claimed = cursor.fetchall()
-    return _jobs(claimed)
-
-
-def _jobs(claimed: Sequence[tuple[int, int, int, int, datetime]]) -> list[Job]:
-    """The claimed deliveries with their events' bodies and their webhooks' URLs and secrets."""
-    if not claimed:
-        return []
-    events = {
-        e.id: e
-        for e in Event.objects.filter(id__in={row[2] for row in claimed})
-        .select_related("game")
-        .only("id", "feed_id", "type", "data", "created_at", "game__slug")
-    }
-    hooks = {w.id: w for w in Webhook.objects.filter(id__in={row[1] for row in claimed}).only("id", "url", "secret")}
+        claimed = sorted(cursor.fetchall())
     jobs = []
-    for delivery_id, webhook_id, event_id, attempts, deadline_at in sorted(claimed):
-        event, hook = events[event_id], hooks[webhook_id]
-        assert event.feed_id is not None  # claimed only once numbered
-        body = event_body(
-            feed_id=event.feed_id, type=event.type, game=event.game.slug, created_at=event.created_at, data=event.data
-        )
-        jobs.append(Job(delivery_id, webhook_id, hook.url, hook.secret, event.feed_id, body, attempts, deadline_at))
+    for delivery_id, webhook_id, url, secret, feed_id, kind, slug, created_at, data, attempts, deadline in claimed:
+        body = event_body(feed_id=feed_id, type=kind, game=slug, created_at=created_at, data=data)
+        jobs.append(Job(delivery_id, webhook_id, url, secret, feed_id, body, attempts, deadline))
     return jobs
+
+
+def dispatch_round(
+    *, outcomes: Sequence[Outcome], busy: Mapping[int, int], limit: int, schedule: Schedule, now: datetime
+) -> tuple[Recorded, list[Job]]:
+    """The dispatcher's database work between two waits: record the tries that ended, then claim
+    what is due, in one transaction committed without waiting for the disk (synchronous_commit off:
+    a crash of PostgreSQL may lose its last records and claims, which only repeats tries; at least
+    once holds). Numbering the events is not done here: it stays a synchronous commit."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        recorded = deliveries_record(outcomes=outcomes, schedule=schedule, now=now)
+        jobs = deliveries_claim(busy=busy, limit=limit, now=now)
+    return recorded, jobs
 
 
 def deliveries_record(*, outcomes: Sequence[Outcome], schedule: Schedule, now: datetime) -> Recorded:
@@ -125,7 +129,7 @@ def deliveries_record(*, outcomes: Sequence[Outcome], schedule: Schedule, now: d
     if not outcomes:
         return recorded
     states = [_next_state(o, schedule) for o in outcomes]
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {_ATTEMPT} (delivery_id, at, status_code, latency_ms, response_head, error) "
             "SELECT a.* FROM unnest(%s::bigint[], %s::timestamptz[], %s::int[], %s::int[], %s::text[], %s::text[]) "
@@ -151,10 +155,10 @@ def deliveries_record(*, outcomes: Sequence[Outcome], schedule: Schedule, now: d
         )
         changed = cursor.fetchall()
         back = sorted({o.job.webhook_id for o in outcomes if o.delivered})
-        if back:  # the receiver answers again: its waiting retries are due now
+        if back:  # the receiver answers again: its retries that got no answer are due now
             cursor.execute(
                 f"UPDATE {_DELIVERY} SET next_attempt_at = %s WHERE webhook_id = ANY(%s) AND status = %s "
-                "AND next_attempt_at > %s",
+                "AND next_attempt_at > %s AND attempts > 0 AND last_status IS NULL",
                 [now, back, DeliveryStatus.PENDING.value, now],
             )
     for webhook_id, status in changed:

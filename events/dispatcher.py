@@ -1,9 +1,10 @@
 """The webhook dispatcher: one asyncio process (`manage.py dispatch_events`, under the supervisor
 beside web, worker and beat) that POSTs due deliveries and records how each try went.
 
-Each round numbers the events that committed (services.events_number_all), claims due deliveries
-(delivery.deliveries_claim: at most WEBHOOK_CONCURRENCY tries of a webhook in flight), starts a try
-for each, and records the tries that ended since the last round in one transaction. A round runs
+Each round numbers the events that committed (services.events_number_all), then in one
+transaction records the tries that ended since the last round and claims due deliveries
+(delivery.dispatch_round: at most WEBHOOK_CONCURRENCY tries of a webhook in flight), and starts a
+try for each. A round runs
 when a try ends, or every EVENTS_DISPATCH_POLL_S when nothing happens. The database work runs on
 one thread of its own; the loop only waits on sockets, so a slow or dead receiver holds its own
 places and nothing else.
@@ -30,7 +31,7 @@ from django.utils import timezone
 from common.outage import OutageLog
 from common.signing import HEADER_SIGNATURE, HEADER_TIMESTAMP, signature_compute
 
-from .delivery import HEAD_BYTES, Job, Outcome, deliveries_claim, deliveries_record
+from .delivery import HEAD_BYTES, Job, Outcome, Recorded, deliveries_record, dispatch_round
 from .metrics import recorded_count
 from .schedule import Schedule, shipped
 from .services import events_number_all
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 HEADER_EVENT = "X-Leaderboard-Event"
+NUMBER_EVERY_S = 0.1
 USER_AGENT = "leaderboard-webhooks/1"
 
 
@@ -85,7 +87,8 @@ async def post(client: httpx.AsyncClient, job: Job, *, timeout_s: float) -> Outc
 
 def http_client(*, timeout_s: float) -> httpx.AsyncClient:
     """The dispatcher's client: no redirects, no proxy or certificates path from the environment,
-    connections kept between tries of a receiver."""
+    connections kept between tries of a receiver. Its per-operation timeouts only back up `post`'s
+    deadline for the whole try."""
     return httpx.AsyncClient(
         follow_redirects=False,
         trust_env=False,
@@ -110,6 +113,7 @@ class Dispatcher:
         self.database = OutageLog(logger, "PostgreSQL (webhook dispatcher)", "deliveries wait; tries are kept")
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._numbered_at = 0.0
 
     def stop(self) -> None:
         self._stopping.set()
@@ -130,11 +134,22 @@ class Dispatcher:
         self.db_thread.shutdown(wait=True)
 
     async def round(self, client: httpx.AsyncClient) -> None:
-        """Record what ended, number what committed, claim and start what is due."""
-        await self._record()
+        """Number what committed, record what ended, claim and start what is due."""
+        outcomes, self.ended = self.ended, []
         busy = {w: n for w, n in self.busy.items() if n}
-        jobs = await self._db(lambda: _number_and_claim(busy=busy, limit=self.limit))
-        for job in jobs or []:
+        # New events are numbered at most every NUMBER_EVERY_S (a round trip saved in busy rounds).
+        number = time.monotonic() - self._numbered_at >= min(self.poll_s, NUMBER_EVERY_S)
+        if number:
+            self._numbered_at = time.monotonic()
+        done = await self._db(
+            lambda: _round(outcomes=outcomes, busy=busy, limit=self.limit, schedule=self.schedule, number=number)
+        )
+        if done is None:  # kept for the next round (a lease that runs out meanwhile only repeats a try)
+            self.ended = outcomes + self.ended
+            return
+        recorded, jobs = done
+        _report(recorded, outcomes)
+        for job in jobs:
             self.busy[job.webhook_id] = self.busy.get(job.webhook_id, 0) + 1
             task = asyncio.create_task(self._try(client, job))
             self.tries.add(task)
@@ -151,23 +166,14 @@ class Dispatcher:
         self._wake.set()
 
     async def _record(self) -> None:
+        """Record the tries that ended (at the stop)."""
         if not self.ended:
             return
         outcomes, self.ended = self.ended, []
         schedule = self.schedule
-        done = await self._db(lambda: deliveries_record(outcomes=outcomes, schedule=schedule, now=timezone.now()))
-        if done is None:  # kept for the next round (a lease that runs out meanwhile only repeats a try)
-            self.ended = outcomes + self.ended
-            return
-        recorded_count(done)
-        for outcome in outcomes:
-            if not outcome.delivered:
-                logger.info(
-                    "webhook %s: event %s not delivered (%s)",
-                    outcome.job.webhook_id,
-                    outcome.job.feed_id,
-                    outcome.error or f"HTTP {outcome.status}",
-                )
+        recorded = await self._db(lambda: deliveries_record(outcomes=outcomes, schedule=schedule, now=timezone.now()))
+        if recorded is not None:
+            _report(recorded, outcomes)
 
     async def _db(self, work: Callable[[], T]) -> T | None:
         """`work` on the database thread; None when the database fails it (logged once per outage)."""
@@ -182,9 +188,25 @@ class Dispatcher:
         return result
 
 
-def _number_and_claim(*, busy: dict[int, int], limit: int) -> list[Job]:
-    events_number_all()
-    return deliveries_claim(busy=busy, limit=limit, now=timezone.now())
+def _round(
+    *, outcomes: list[Outcome], busy: dict[int, int], limit: int, schedule: Schedule, number: bool
+) -> tuple[Recorded, list[Job]]:
+    if number:
+        events_number_all()
+    return dispatch_round(outcomes=outcomes, busy=busy, limit=limit, schedule=schedule, now=timezone.now())
+
+
+def _report(recorded: Recorded, outcomes: list[Outcome]) -> None:
+    """Count what was recorded (metrics) and log each try that did not deliver."""
+    recorded_count(recorded)
+    for outcome in outcomes:
+        if not outcome.delivered:
+            logger.info(
+                "webhook %s: event %s not delivered (%s)",
+                outcome.job.webhook_id,
+                outcome.job.feed_id,
+                outcome.error or f"HTTP {outcome.status}",
+            )
 
 
 def _with_connection(work: Callable[[], T]) -> T:

@@ -14,7 +14,8 @@ class Event(models.Model):
     """One event. `data` is the JSON text of the type's `data` object, kept as written (the key
     order of the contract's tables), never parsed to be sent."""
 
-    game = models.ForeignKey("seasons.Game", on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (game, feed_id) leads with it.
+    game = models.ForeignKey("seasons.Game", on_delete=models.CASCADE, related_name="events", db_index=False)
     feed_id = models.BigIntegerField(
         null=True, blank=True, help_text="The event's id in the feed and in webhooks: 1, 2, 3, ... per game."
     )
@@ -74,7 +75,8 @@ class Delivery(models.Model):
     """One event for one webhook: its retry schedule lives here, not in a sleeping task. `attempts`
     counts the tries of this round (a redelivery starts a new one); every try is a DeliveryAttempt."""
 
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    # No index of its own: the unique (event, webhook) leads with it.
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
@@ -93,8 +95,10 @@ class Delivery(models.Model):
         constraints = [models.UniqueConstraint(fields=["event", "webhook"], name="delivery_once_per_webhook")]
         indexes = [
             # What the dispatcher claims: a webhook's pending deliveries, the due ones first.
+            # (the id too: a claim takes them in (next_attempt_at, id) order, read off the index, not sorted:
+            # the deliveries of one bulk publish share their time).
             models.Index(
-                fields=["webhook", "next_attempt_at"],
+                fields=["webhook", "next_attempt_at", "id"],
                 name="delivery_due",
                 condition=models.Q(status=DeliveryStatus.PENDING),
             ),
