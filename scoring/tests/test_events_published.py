@@ -131,3 +131,21 @@ def test_the_anomaly_jobs_withholding_and_release_publish_nothing(client):
     assert anomalies_review(game=game, now=now + timedelta(seconds=60), policy=policy) == (30, 0)
     assert anomalies_review(game=game, now=now + timedelta(seconds=700), policy=policy) == (0, 31)
     assert published(client, key) == []
+
+
+def test_results_publish_nothing_and_the_write_path_never_touches_the_events_tables():
+    """Why publishing costs ingest nothing (docs/performance.md, "Events out"): accepting, holding
+    or rejecting a result and applying it to the boards run no statement on an events table."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    game = make_game("arena")
+    key = make_key(game)
+    webhook_create(game=game, url="http://127.0.0.1:9/hook")
+    game_rules_set(game=game, player_burst=1, key_rate_per_s=0)
+    with CaptureQueriesContext(connection) as queries:
+        for points in (10, 20):  # the second is held for review (rate)
+            submit_direct(game, key, match_body([{"player_id": "maya", "points": points}]), now=timezone.now())
+        drain()
+    assert len(queries) > 10 and not [q["sql"] for q in queries if "events_" in q["sql"]]
+    assert not Event.objects.exists()
