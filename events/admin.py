@@ -3,6 +3,7 @@ attempt, and failed deliveries sent again (one, a selection, or all of a webhook
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.validators import URLValidator
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -15,7 +16,12 @@ from .types import EVENT_TYPES
 
 
 class WebhookForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https", help_text="http:// or https://; never redirected.")
+    url = forms.URLField(
+        max_length=2000,
+        assume_scheme="https",
+        validators=[URLValidator(schemes=["http", "https"])],
+        help_text="http:// or https://; redirects are never followed.",
+    )
     types = forms.MultipleChoiceField(
         choices=[(t, t) for t in EVENT_TYPES],
         required=False,

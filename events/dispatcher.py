@@ -9,7 +9,7 @@ when a try ends, or every EVENTS_DISPATCH_POLL_S when nothing happens. The datab
 one thread of its own; the loop only waits on sockets, so a slow or dead receiver holds its own
 places and nothing else.
 
-A try is a POST of the event's body, signed as a signed request (API section 2) with the webhook's
+A try is a POST of the event's body, signed as a signed request (docs/api.md, "Signing") with the webhook's
 secret: `X-Leaderboard-Event` (the event's id), `X-Leaderboard-Timestamp`, `X-Leaderboard-Signature`.
 A 2xx status within WEBHOOK_TIMEOUT_S delivers it. Redirects are never followed (a 3xx is a failed
 try), no proxy from the environment is used, and at most the first 1 KB of an answer is read.

@@ -47,7 +47,7 @@ class GameFeed(models.Model):
 
 class Webhook(models.Model):
     """A receiver of a game's events: each event of its types published after its creation is
-    POSTed to `url`, signed with `secret` (as a signed request, API section 2)."""
+    POSTed to `url`, signed with `secret` (as a signed request: docs/api.md, "Signing")."""
 
     game = models.ForeignKey("seasons.Game", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=2000, help_text="http:// or https://; redirects are never followed.")

@@ -1,4 +1,4 @@
-"""The event types of API section 10, each with what its `data` holds (docs/api.md, "Events out")."""
+"""The event types, each with what its `data` holds (docs/api.md, "Events out")."""
 
 SEASON_FROZEN = "season.frozen"  # {"season", "top": [the first 100 entries of the all board, global]}
 TOURNAMENT_PERIOD_FINAL = "tournament.period_final"  # {"tournament", "period", "starts_at", "ends_at", ...}

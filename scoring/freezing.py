@@ -14,7 +14,7 @@ own that is indexed and attached as its partition of the standings afterwards
 (LOAD_CONNECTIONS) and the table indexed beside the freeze's transaction, which only attaches it.
 A season of millions of players freezes in this process's memory, whatever its size.
 
-The freeze's transaction also publishes the `season.frozen` event (events out, API section 10) with
+The freeze's transaction also publishes the `season.frozen` event (docs/api.md, "Events out") with
 the first 100 entries of the season's `all` board, global, as its standings now answer them.
 """
 
@@ -69,7 +69,7 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
     return rows
 
 
-FROZEN_TOP = 100  # entries of the all board, global, in the season.frozen event (API section 10)
+FROZEN_TOP = 100  # entries of the all board, global, in the season.frozen event (docs/api.md, "Events out")
 
 
 def _frozen_event_publish(*, season: Season, now: datetime) -> None:

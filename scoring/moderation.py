@@ -2,7 +2,7 @@
 revocation, anomaly withholding). The ledger changes first, then the boards are corrected from it;
 every decision is audited (anticheat's audit log).
 
-Decisions are published as events (API section 10) in their own transaction: a result approved
+Decisions are published as events (docs/api.md, "Events out") in their own transaction: a result approved
 (from review, or reinstated) or revoked is a `result.reviewed`, a ban a `player.banned` (its
 revocations publish no `result.reviewed`). The anomaly job's withholding and its automatic release
 are no decision on a result and publish nothing: a client sees the result as it was answered."""

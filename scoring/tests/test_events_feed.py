@@ -1,4 +1,4 @@
-"""The signed events feed, `GET /api/v1/games/{game}/events` (API section 10): its pages and
+"""The signed events feed, `GET /api/v1/games/{game}/events` (docs/api.md, "Events out"): its pages and
 cursor, its filters and window, each refusal's status and code (storing nothing, not even a feed
 id), and no event skipped or listed twice when transactions commit out of the order of their ids."""
 

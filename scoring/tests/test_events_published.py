@@ -1,4 +1,4 @@
-"""What the boards' changes publish (API section 10), each in the transaction of the change: a
+"""What the boards' changes publish (docs/api.md, "Events out"), each in the transaction of the change: a
 frozen season its top 100, a moderator's decision a `result.reviewed`, a ban a `player.banned`
 whose revocations publish nothing more; the anomaly job's own moves publish nothing."""
 
