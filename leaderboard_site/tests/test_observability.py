@@ -382,3 +382,10 @@ def test_each_webhook_has_its_delivered_retried_failed_and_oldest_undelivered_ag
     assert value(found, "leaderboard_webhook_oldest_undelivered_seconds", webhook=str(idle.pk)) == 0
     assert value(found, "leaderboard_webhook_pending", webhook=str(waiting.pk)) == 1
     assert 90 <= value(found, "leaderboard_webhook_oldest_undelivered_seconds", webhook=str(waiting.pk)) < 120
+
+
+def test_beat_prunes_the_events_every_hour():
+    from leaderboard_site.celery import app as celery_app
+
+    entry = celery_app.conf.beat_schedule["events.prune"]
+    assert (entry["task"], entry["schedule"]) == ("events.prune", 3600.0)

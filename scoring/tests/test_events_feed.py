@@ -14,7 +14,6 @@ from django.utils import timezone
 from events.models import Delivery, DeliveryAttempt, Event, Webhook
 from events.services import events_prune, events_publish, webhook_create
 from events.types import PLAYER_BANNED, RESULT_REVIEWED
-from leaderboard_site.celery import app as celery_app
 from scoring.testing import make_game, make_key, signed_get
 
 FEED = "/api/v1/games/arena/events"
@@ -216,4 +215,3 @@ def test_the_prune_drops_what_left_the_window_with_its_deliveries():
     assert list(Event.objects.values_list("id", flat=True)) == [kept]
     assert list(Delivery.objects.values_list("event_id", flat=True)) == [kept]
     assert not DeliveryAttempt.objects.exists() and Webhook.objects.get() == hook
-    assert celery_app.conf.beat_schedule["events.prune"]["task"] == "events.prune"
