@@ -41,6 +41,12 @@ def events_publish(*, game: Game, type: str, data: Mapping[str, Any], now: datet
     return pk
 
 
+def publish(game: Game, type: str, data: Mapping[str, Any]) -> int:
+    """`events_publish` by position: `publish(game, "tournament.period_final", {...})` in the
+    transaction that finishes the period."""
+    return events_publish(game=game, type=type, data=data)
+
+
 def events_publish_many(
     *, game: Game, type: str, items: Sequence[Mapping[str, Any]], now: datetime | None = None
 ) -> list[int]:

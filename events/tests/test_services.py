@@ -1,4 +1,5 @@
-"""The prune as beat runs it: the task `events.prune` deletes what left the feed's window."""
+"""Publishing by position, and the prune as beat runs it: the task `events.prune` deletes what
+left the feed's window."""
 
 from datetime import timedelta
 
@@ -27,3 +28,12 @@ def test_the_task_prunes_events_past_the_window(settings):
     settings.EVENTS_KEEP_DAYS = 7
     assert prune() == 1
     assert list(Event.objects.values_list("data", flat=True)) == ['{"player_id":"p0","revoked":0}']
+
+
+def test_publish_by_position_is_events_publish():
+    from events.services import publish
+
+    game = make_game("arena")
+    pk = publish(game, "league.cohort_final", {"league": "gold", "entries": []})
+    event = Event.objects.get(pk=pk)
+    assert (event.type, event.data, event.feed_id) == ("league.cohort_final", '{"league":"gold","entries":[]}', None)
