@@ -4,15 +4,15 @@ beside web, worker and beat) that POSTs due deliveries and records how each try 
 Each round numbers the events that committed (services.events_number_all), then in one
 transaction records the tries that ended since the last round and claims due deliveries
 (delivery.dispatch_round: at most WEBHOOK_CONCURRENCY tries of a webhook in flight), and starts a
-try for each. A round runs
-when a try ends, or every EVENTS_DISPATCH_POLL_S when nothing happens. The database work runs on
-one thread of its own; the loop only waits on sockets, so a slow or dead receiver holds its own
-places and nothing else.
+try for each. A round runs when a try ends, or every EVENTS_DISPATCH_POLL_S when nothing happens.
+The database work runs on one thread of its own; the loop only waits on sockets, so a slow or dead
+receiver holds its own places and nothing else.
 
-A try is a POST of the event's body, signed as a signed request (docs/api.md, "Signing") with the webhook's
-secret: `X-Leaderboard-Event` (the event's id), `X-Leaderboard-Timestamp`, `X-Leaderboard-Signature`.
-A 2xx status within WEBHOOK_TIMEOUT_S delivers it. Redirects are never followed (a 3xx is a failed
-try), no proxy from the environment is used, and at most the first 1 KB of an answer is read.
+A try is a POST of the event's body, signed as a signed request (docs/api.md, "Signing") with the
+webhook's secret: `X-Leaderboard-Event` (the event's id), `X-Leaderboard-Timestamp`,
+`X-Leaderboard-Signature`. A 2xx status within WEBHOOK_TIMEOUT_S delivers it. Redirects are never
+followed (a 3xx is a failed try), no proxy from the environment is used, and at most the first
+1 KB of an answer is read.
 """
 
 import asyncio

@@ -1,4 +1,5 @@
-"""The feed's answer (docs/api.md, "Events out"): it renders `selectors.EventPage` and feeds the OpenAPI document."""
+"""The feed's answer (docs/api.md, "Events out"): it renders `selectors.EventPage` and feeds the
+OpenAPI document."""
 
 from typing import Any
 
