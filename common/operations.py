@@ -63,7 +63,8 @@ class Query:
         if self.bounds is None:
             return raw
         low, high = self.bounds
-        if not raw.isdigit() or not low <= int(raw) <= high:
+        # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+        if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
             raise INVALID(f"{self.name} must be an integer from {low} to {high}.")
         return int(raw)
 

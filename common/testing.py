@@ -1,8 +1,9 @@
 """Shared test fixtures' machinery: the service's real processes (Celery worker and beat, the ASGI
-web server) started against the test run's own database and Redis, and stopped or killed.
+web server, the webhook dispatcher) started against the test run's own database and Redis, and
+stopped or killed.
 
 No app is imported: the processes are named by their command lines (`celery -A leaderboard_site`,
-`python -m leaderboard_site.serve`), as an operator would start them.
+`python -m leaderboard_site.serve`, `manage.py dispatch_events`), as an operator would start them.
 """
 
 import asyncio
@@ -151,6 +152,23 @@ def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
         except OSError:
             time.sleep(0.2)
     return web
+
+
+def start_dispatcher(**env: str) -> subprocess.Popen[bytes]:
+    """The webhook dispatcher (`manage.py dispatch_events`); `env` as for `start_celery`
+    (WEBHOOK_* settings, say)."""
+    output = _output("dispatcher")
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "dispatch_events"],
+        cwd=ROOT,
+        env=process_env(**env),
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    if output is not subprocess.DEVNULL:
+        output.close()
+    return proc
 
 
 def kill_hard(proc: subprocess.Popen[bytes]) -> None:

@@ -128,6 +128,12 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
         "scoring.seasons_freeze": {"task": "scoring.seasons_freeze", "schedule": 15.0, "options": {"expires": 60}},
         "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
         "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
+        # Events older than EVENTS_KEEP_DAYS leave the feed (and their deliveries with them).
+        "events.prune": {
+            "task": "events.prune",
+            "schedule": settings.EVENTS_PRUNE_INTERVAL_S,
+            "options": {"expires": settings.EVENTS_PRUNE_INTERVAL_S},
+        },
         # Redis came back empty (no boards marker): every game's live boards rebuilt from the ledger.
         "scoring.boards_recover": {
             "task": "scoring.boards_recover",

@@ -5,7 +5,8 @@ Two sources:
   from the multiprocess folder (common/observability.py);
 - what is shared by every process and host, read at scrape time (`SharedCollector`): the refusal,
   reconciliation and recovery counters kept in Redis (common/metrics.py), the apply queue's depth
-  on the broker, and the ledger's accepted events not yet on the boards and the age of the oldest.
+  on the broker, the ledger's accepted events not yet on the boards and the age of the oldest, and
+  each webhook's pending deliveries and the age of its oldest (events/metrics.py).
 
 No label holds a player or match id, a name or a path. Protected in production (settings
 METRICS_PROTECTED): `Authorization: Bearer <METRICS_TOKEN>`, compared in constant time; without a
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from common.metrics import counters_read
 from common.observability import CONTENT_TYPE, Collector, CounterMetricFamily, GaugeMetricFamily, metrics_exposition
+from events.metrics import webhook_backlog_metrics
 from scoring.outbox import unapplied_count
 from scoring.selectors import queue_lag_s
 from scoring.tasks import queue_backlog
@@ -93,8 +95,10 @@ class SharedCollector(Collector):
         try:
             unapplied = unapplied_count()
             lag = queue_lag_s(now=timezone.now())
+            webhooks = list(webhook_backlog_metrics())
         except Exception:  # the ledger is down: /health/ready says so
             return
+        yield from webhooks
         yield GaugeMetricFamily(
             "leaderboard_events_unapplied",
             "Accepted results not yet on the boards (the outbox), counted up to a million.",

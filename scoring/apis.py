@@ -1,5 +1,6 @@
 """Signed endpoints (match servers and the studio's backend, never a player's app), each declared
-once (common/operations.py): results, batches, player profiles, friendships, a player's own rank.
+once (common/operations.py): results, batches, player profiles, friendships, a player's own rank,
+the events feed (its events are the `events` app's; the signature is checked here, above it).
 urls.py builds Django's views from `OPERATIONS`, drf-spectacular the OpenAPI document, and
 fastpath.py answers single results in groups by the same declaration. Thin: verify, parse, one call.
 """
@@ -20,7 +21,11 @@ from boards.services import friendship_add, friendship_remove
 from common.api_errors import NOT_FOUND, Problem
 from common.formats import PLAYER_ID_RE
 from common.openapi import FRIEND_PARAM, GAME_PARAM, MATCH_PARAM, PLAYER_PARAM
-from common.operations import INVALID, Args, Operation, Query
+from common.operations import INVALID, Args, Operation, Query, integer
+from events.selectors import EventPage
+from events.serializers import EventPageSerializer
+from events.services import events_feed
+from events.types import TYPES_PATTERN, UnknownType, types_parse
 from seasons.models import Game
 from seasons.selectors import game_get
 
@@ -145,7 +150,27 @@ def friendship_delete(request: Request, args: Args) -> None:
     friendship_remove(game=key.game, player_id=args["player_id"], friend_id=args["friend_id"])
 
 
+def events_read(request: Request, args: Args) -> EventPage:
+    key = signed_key(request, args["game"])
+    types = None
+    if args["types"] is not None:
+        try:
+            types = types_parse(args["types"])
+        except UnknownType as exc:
+            raise INVALID(f"types: {exc}") from exc
+    return events_feed(game=key.game, after=args["after"], limit=args["limit"], types=types, now=timezone.now())
+
+
 BOARD = Query("board", "The board (default `all`).", {"type": "string", "enum": list(BOARD_NAMES)})
+FEED_QUERY = (
+    integer("after", low=0, high=2**63 - 1, default=0, description="List the events after this id (default 0)."),
+    integer("limit", low=1, high=1000, default=100, description="At most this many events (1 to 1,000)."),
+    Query(
+        "types",
+        "Only events of these types, comma-separated (default: every type).",
+        {"type": "string", "pattern": TYPES_PATTERN},
+    ),
+)
 _PLAYER_PATH = (GAME_PARAM, PLAYER_PARAM)
 _FRIEND_PATH = (GAME_PARAM, PLAYER_PARAM, FRIEND_PARAM)
 
@@ -252,5 +277,21 @@ OPERATIONS: list[Operation] = [
         description="Ends a friendship (idempotent).",
         path_params=_FRIEND_PATH,
         status=204,
+    ),
+    signed(
+        id="events_feed",
+        method="GET",
+        path="games/{game}/events",
+        route="events",
+        call=events_read,
+        description=(
+            "The game's events of the last 30 days after `after`, in id order, none skipped and none twice, "
+            "even when their transactions commit out of id order; an event is listed once its transaction "
+            "has committed. `next` is the last id listed (`after` on an empty page): the next `after`."
+        ),
+        path_params=(GAME_PARAM,),
+        query=FEED_QUERY,
+        answer=EventPageSerializer,
+        errors=(INVALID,),
     ),
 ]

@@ -13,6 +13,9 @@ own that is indexed and attached as its partition of the standings afterwards
 (`boards.standings.standings_load`): the kinds ranked at once on connections of its own
 (LOAD_CONNECTIONS) and the table indexed beside the freeze's transaction, which only attaches it.
 A season of millions of players freezes in this process's memory, whatever its size.
+
+The freeze's transaction also publishes the `season.frozen` event (docs/api.md, "Events out") with
+the first 100 entries of the season's `all` board, global, as its standings now answer them.
 """
 
 import logging
@@ -22,8 +25,12 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from boards.keys import GLOBAL
 from boards.kinds import KINDS
+from boards.selectors import BoardView, board_top
 from boards.standings import LOAD_CONNECTIONS, standings_load
+from events.services import events_publish
+from events.types import SEASON_FROZEN
 from seasons.catalog import catalog_publish
 from seasons.models import Season
 from seasons.selectors import season_lock, seasons_to_freeze
@@ -39,8 +46,9 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
     frozen already).
 
     Locks the season row, so two freezers cannot both write standings; attaching the season's
-    standings locks FrozenStanding until the commit (`standings_load` says how). Side effect
-    after commit: the season's Redis keys expire after SEASON_KEYS_TTL_AFTER_FREEZE_S.
+    standings locks FrozenStanding until the commit (`standings_load` says how). Publishes the
+    `season.frozen` event in the same transaction. Side effect after commit: the season's Redis
+    keys expire after SEASON_KEYS_TTL_AFTER_FREEZE_S.
 
     Its transaction the outermost, the standings are loaded and indexed on LOAD_CONNECTIONS
     connections of their own and only attached in it (`standings_load` says how that stays
@@ -55,9 +63,21 @@ def season_freeze(*, season_id: int, now: datetime) -> int:
         ledger_job_settings()
         rows = standings_load(season=season, boards=_season_boards(season), connections=connections)
         season_mark_frozen(season=season, now=now)
+        _frozen_event_publish(season=season, now=now)
     catalog_publish(slug=season.game.slug)  # readers switch to the standings
     logger.info("season %s frozen: %d standing rows", season_id, rows)
     return rows
+
+
+FROZEN_TOP = 100  # entries of the all board, global, in the season.frozen event (docs/api.md, "Events out")
+
+
+def _frozen_event_publish(*, season: Season, now: datetime) -> None:
+    """`season.frozen` with the top of the `all` board, global, read from the standings just
+    attached (visible to this transaction only, until it commits), as a reader will see them."""
+    view = BoardView(game=season.game, season=season, board="all", region=GLOBAL, period=None)
+    top = board_top(view=view, n=FROZEN_TOP)
+    events_publish(game=season.game, type=SEASON_FROZEN, data={"season": season.id, "top": top}, now=now)
 
 
 def _season_boards(season: Season) -> Iterator[tuple[str, list[Any]]]:

@@ -1,6 +1,11 @@
 """Moderation: the decisions that change a result's status (approve, revoke, reinstate, ban with
 revocation, anomaly withholding). The ledger changes first, then the boards are corrected from it;
-every decision is audited (anticheat's audit log)."""
+every decision is audited (anticheat's audit log).
+
+Decisions are published as events (docs/api.md, "Events out") in their own transaction: a result approved
+(from review, or reinstated) or revoked is a `result.reviewed`, a ban a `player.banned` (its
+revocations publish no `result.reviewed`). The anomaly job's withholding and its automatic release
+are no decision on a result and publish nothing: a client sees the result as it was answered."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +20,8 @@ from anticheat.services import ANOMALY_POLICY, AnomalyPolicy, anomalies_judge, a
 from boards.keys import MarkedEvent
 from boards.slots import EventSlots
 from boards.writer import dedup_clear
+from events.services import events_publish, events_publish_many
+from events.types import PLAYER_BANNED, RESULT_REVIEWED
 from seasons.models import Game
 
 from .corrections import player_correct_retrying
@@ -44,7 +51,8 @@ def player_ban(
 ) -> BanResult:
     """Ban a player: their new results are rejected. With `revoke_since`, their accepted and pending
     results played since then are revoked (kept in the ledger, status `revoked`), their season
-    totals reduced, and every board they were on corrected from what remains."""
+    totals reduced, and every board they were on corrected from what remains. Publishes
+    `player.banned` (with how many results this ban revoked) in the ban's transaction."""
     with transaction.atomic():
         ban_record(game=game, player_id=player_id, reason=reason)
         audit(action="ban", target=player_id, actor=actor, actor_label=actor_label, game=game, reason=reason)
@@ -68,6 +76,7 @@ def player_ban(
             outbox_drop(locked)  # those not applied yet never will be
             for season_id, points in lost.items():
                 SeasonTotal.objects.filter(season_id=season_id, player_id=player_id).update(points=F("points") - points)
+        events_publish(game=game, type=PLAYER_BANNED, data={"player_id": player_id, "revoked": revoked})
     changed = player_correct_retrying(game=game, player_id=player_id) if revoked else 0
     if revoked:
         tournament_results_withdrawn(event_ids=withdrawn, now=timezone.now())
@@ -92,12 +101,28 @@ class ReviewResult:
     skipped: int
 
 
-def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "") -> ReviewResult:
+def _reviewed_publish(events: list[ScoreEvent], *, decision: str, reason: str) -> None:
+    """One `result.reviewed` per result, in the caller's transaction (the events' games loaded)."""
+    by_game: dict[int, list[ScoreEvent]] = {}
+    for event in events:
+        by_game.setdefault(event.game_id, []).append(event)
+    for decided in by_game.values():
+        items = [
+            {"match_id": str(e.match_id), "player_id": e.player_id, "decision": decision, "reason": reason}
+            for e in decided
+        ]
+        events_publish_many(game=decided[0].game, type=RESULT_REVIEWED, items=items)
+
+
+def results_approve(
+    *, event_ids: list[int], reason: str, actor: Actor = None, actor_label: str = "", announce: bool = True
+) -> ReviewResult:
     """Approve pending results: they become `accepted` now (their reach time is the approval) and
     go down the normal apply path. Results no longer pending are skipped (e.g. revoked meanwhile).
     Locks the events (a concurrent revoke waits, then finds them accepted and revokes them).
     Their tournament entries count now if the contract lets them (`tournament_results_approved`);
-    the counters they take are given back if the transaction fails."""
+    the counters they take are given back if the transaction fails. Publishes a `result.reviewed`
+    (approved) for each, unless `announce` is off (the anomaly job's automatic release)."""
     now = timezone.now()
     give_back: list[Callable[[], None]] = []
     try:
@@ -112,6 +137,8 @@ def results_approve(*, event_ids: list[int], reason: str, actor: Actor = None, a
             # a counter filled from the ledger must not hold them yet).
             give_back.append(tournament_results_approved(events=events, now=now))
             _approve(events, now=now, reason=reason, actor=actor, actor_label=actor_label)
+            if announce:
+                _reviewed_publish(events, decision="approved", reason=reason)
     except BaseException:
         for undo in give_back:
             undo()
@@ -141,7 +168,7 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
     affected player's boards are then re-derived from what remains and written as absolute values.
     A moderator's (or a named command's) revocation stamps `reviewed_at` (the queue's resolved list).
     Revoking pending results corrects no board (they were never on one): a queue cleared in bulk
-    costs one transaction.
+    costs one transaction. Publishes a `result.reviewed` (revoked) for each, in its transaction.
     Locks the events; the correction locks each player."""
     with transaction.atomic():
         events = list(
@@ -159,6 +186,7 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
             status=EventStatus.REVOKED, reason="revoked", **decided
         )
         outbox_drop([e.id for e in counted])  # an accepted result not applied yet never will be
+        _reviewed_publish(events, decision="revoked", reason=reason)
     # Only players who lose an accepted result need their boards corrected: a pending result was
     # never on them (the anomaly job's withholding corrects the boards itself, after its commit).
     _correct_players(counted)
@@ -255,7 +283,9 @@ def anomalies_review(*, game: Game, now: datetime, policy: AnomalyPolicy = ANOMA
             ).values_list("id", flat=True)
         )
     if cleared:
-        results_approve(event_ids=cleared, reason=f"re-check: within the {policy.window_days}-day cohort ({limit})")
+        results_approve(
+            event_ids=cleared, reason=f"re-check: within the {policy.window_days}-day cohort ({limit})", announce=False
+        )
     return len(suspects), len(cleared)
 
 
@@ -342,6 +372,7 @@ def results_reinstate(*, event_ids: list[int], reason: str, actor: Actor = None,
             status=EventStatus.ACCEPTED, reason="", accepted_at=now, reviewed_at=now
         )
         outbox_add(ids, accepted_at=now)
+        _reviewed_publish(events, decision="approved", reason=reason)
         if ids:
             transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))

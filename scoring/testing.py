@@ -66,6 +66,14 @@ def signed_post(
     )
 
 
+def signed_get(client: Client, key: ServerKey, path: str, *, timestamp: int | None = None, secret: str | None = None):
+    """GET `path` (with its query) signed with `key`, as a studio's backend reads the signed reads."""
+    headers = signed_headers(
+        key_id=key.key_id, secret=secret or key.secret, method="GET", path=path, body=b"", timestamp=timestamp
+    )
+    return client.get(path, headers=headers)
+
+
 def result_path(game: Game | str, match_id: uuid.UUID | str) -> str:
     slug = game if isinstance(game, str) else game.slug
     return f"/api/v1/games/{slug}/matches/{match_id}/results"

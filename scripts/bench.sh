@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: start a private service stack (web + worker + beat) on BENCH_PORT, run the ingest and
-# read benchmarks against it, stop everything this script started. Uses the normal DATABASE_URL /
-# REDIS_URL defaults (the services `make services` provides). BENCH_ONLY=ingest or BENCH_ONLY=reads
-# runs one of the two.
+# `make bench`: start a private service stack (web + worker + beat + the webhook dispatcher) on
+# BENCH_PORT, run the ingest and read benchmarks against it, stop everything this script started.
+# Uses the normal DATABASE_URL / REDIS_URL defaults (the services `make services` provides).
+# BENCH_ONLY=ingest or BENCH_ONLY=reads runs one of the two.
 #
 #   BENCH_PORT=8765 BENCH_INGEST_ARGS="--events 300000" BENCH_READS_ARGS="--seconds 10" bash scripts/bench.sh
 #   BENCH_ONLY=ingest BENCH_INGEST_ARGS="--events 20000 --offered-seconds 3 --single-seconds 3 --no-memory" \
@@ -90,7 +90,7 @@ if [ "${others:-0}" -gt 0 ]; then
     echo "bench: warning: $others other Celery worker(s) consume this broker's queues; they will share the apply work" >&2
 fi
 
-echo "bench: starting web, worker and beat on $URL (logs in var/bench/)" >&2
+echo "bench: starting web, worker, beat and the webhook dispatcher on $URL (logs in var/bench/)" >&2
 : >"$LOGS/web.log"
 for _ in $(seq "${WEB_CONCURRENCY:-2}"); do  # as make run starts them: a socket each on one port
     nice -n "${WEB_NICE:-10}" python -m leaderboard_site.serve --host 127.0.0.1 --port "$PORT" >>"$LOGS/web.log" 2>&1 &
@@ -104,6 +104,9 @@ export BENCH_WORKER_PIDS="$!"
 celery -A leaderboard_site beat -l warning -s var/bench-beat-schedule >"$LOGS/beat.log" 2>&1 &
 PIDS+=($!)
 export BENCH_BEAT_PIDS="$!"
+# As make run starts it: idle here (results publish no events), its polls in the figures.
+python manage.py dispatch_events >"$LOGS/events.log" 2>&1 &
+PIDS+=($!)
 export BENCH_WEB_PIDS="${WEB_PIDS[*]}"  # the benchmarks report each kind's CPU (bench/_common.py ServiceCpu)
 
 for i in $(seq 150); do

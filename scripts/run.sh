@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start the whole service under supervisord: seed the demo game, then run web, worker, beat and the
-# demo stream, each restarted whenever it exits, and once the web answers print where to look (the
+# Start the whole service under supervisord: seed the demo game, then run web, worker, beat, the
+# webhook dispatcher (events) and the demo stream, each restarted whenever it exits, and once the web answers print where to look (the
 # banner: URLs, the demo key). Ctrl-C stops them all.
 #
 #   scripts/run.sh        start (make run)

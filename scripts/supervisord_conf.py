@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "deploy" / "supervisord.conf.in"
-PROGRAMS = ("web", "worker", "beat", "demo")
+PROGRAMS = ("web", "worker", "beat", "events", "demo")
 
 
 def _flag(name: str, default: str) -> str:

@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "seasons",
+    "events",
     "anticheat",
     "scoring",
     "boards",
@@ -124,6 +125,7 @@ from .auth import *  # noqa: E402,F403
 from .celery import *  # noqa: E402,F403
 from .channels import *  # noqa: E402,F403
 from .drf import *  # noqa: E402,F403
+from .events import *  # noqa: E402,F403
 from .observability import *  # noqa: E402,F403
 from .redis import *  # noqa: E402,F403
 from .scoring import *  # noqa: E402,F403

@@ -22,11 +22,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Choice sets by names of their own: the events feed's `type` (events/types.py) rather than a
+    # generic TypeEnum, and the one status set several tournament answers share.
+    "ENUM_NAME_OVERRIDES": {
+        "EventTypeEnum": "events.types.EVENT_TYPES",
+        "PeriodStatusEnum": "competitions.serializers.PERIOD_STATUSES",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "common.openapi.closed_request_bodies",
         "common.openapi.request_id_headers",
     ],
-    # One name for a choice set that several answers share.
-    "ENUM_NAME_OVERRIDES": {"PeriodStatusEnum": "competitions.serializers.PERIOD_STATUSES"},
 }

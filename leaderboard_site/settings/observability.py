@@ -35,6 +35,10 @@ LOGGING = {
     "loggers": {
         "django.request": {"level": "ERROR"},
         "daphne": {"level": "WARNING"},
+        # httpx's line per request (the webhook dispatcher's tries): events/dispatcher.py logs the
+        # tries that fail, and the admin lists every one.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
         # uvicorn's own lines (a web process starting, an error in the application) in this format
         # too; its master process, which never loads Django, keeps uvicorn's plain text.
         "uvicorn": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO"), "propagate": False},

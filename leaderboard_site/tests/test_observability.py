@@ -15,12 +15,14 @@ import re
 import time
 import urllib.request
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.urls import resolve
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from boards import fastpath as board_fastpath
@@ -341,3 +343,49 @@ def test_single_results_answered_in_one_group_send_each_request_id_with_their_ap
     assert [a["X-Request-ID"] for a in answers] == ["one-0", "one-1", "one-2"]
     tasks = [ids for name, ids in published if name == "scoring.apply_events"]
     assert tasks and sorted(i for ids in tasks for i in ids) == ["one-0", "one-1", "one-2"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_webhook_has_its_delivered_retried_failed_and_oldest_undelivered_age(settings):
+    """The dispatcher's counters (its process's files) and the backlog read at scrape time."""
+    from events.models import Delivery, DeliveryStatus
+    from events.services import events_publish, webhook_create
+    from events.testing import Receiver, dispatcher_running
+
+    settings.WEBHOOK_RETRY_BASE_S, settings.WEBHOOK_RETRY_MAX_S = 0.05, 0.1
+    settings.WEBHOOK_RETRY_FOR_S, settings.EVENTS_DISPATCH_POLL_S = 0.6, 0.05
+    game = make_game("arena")
+    with Receiver(lambda n, request: 500 if n == 0 else 200) as flaky, Receiver(lambda n, request: 503) as broken:
+        good = webhook_create(game=game, url=flaky.url)
+        bad = webhook_create(game=game, url=broken.url)
+        idle = webhook_create(game=game, url="http://127.0.0.1:9/never", types=["season.frozen"])
+        for player in ("a", "b"):
+            events_publish(game=game, type="player.banned", data={"player_id": player, "revoked": 0})
+        waiting = webhook_create(game=game, url="http://127.0.0.1:9/later")
+        Delivery.objects.create(
+            event_id=Delivery.objects.first().event_id,
+            webhook=waiting,
+            next_attempt_at=timezone.now() + timedelta(hours=1),
+            deadline_at=timezone.now() + timedelta(days=1),
+            created_at=timezone.now() - timedelta(seconds=90),
+        )
+        with dispatcher_running():
+            flaky.wait_for(lambda r: len(r.event_ids()) == 2, timeout=10)
+            failed = Delivery.objects.filter(webhook=bad, status=DeliveryStatus.FAILED)
+            broken.wait_for(lambda r: failed.count() == 2, timeout=10)
+    found = samples(metrics_page())
+    assert value(found, "leaderboard_webhook_delivered_total", webhook=str(good.pk)) == 2
+    assert value(found, "leaderboard_webhook_retried_total", webhook=str(good.pk)) == 1
+    assert value(found, "leaderboard_webhook_failed_total", webhook=str(bad.pk)) == 2
+    assert value(found, "leaderboard_webhook_retried_total", webhook=str(bad.pk)) >= 2
+    assert value(found, "leaderboard_webhook_pending", webhook=str(good.pk)) == 0
+    assert value(found, "leaderboard_webhook_oldest_undelivered_seconds", webhook=str(idle.pk)) == 0
+    assert value(found, "leaderboard_webhook_pending", webhook=str(waiting.pk)) == 1
+    assert 90 <= value(found, "leaderboard_webhook_oldest_undelivered_seconds", webhook=str(waiting.pk)) < 120
+
+
+def test_beat_prunes_the_events_every_hour():
+    from leaderboard_site.celery import app as celery_app
+
+    entry = celery_app.conf.beat_schedule["events.prune"]
+    assert (entry["task"], entry["schedule"]) == ("events.prune", 3600.0)

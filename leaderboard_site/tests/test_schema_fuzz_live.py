@@ -34,6 +34,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 OWN_RANK = "GET /api/v1/games/{game}/players/{player_id}/rank"  # signed too: a hidden player's own rank
+FEED = "GET /api/v1/games/{game}/events"  # signed too: the events feed
+SIGNED_READS = {OWN_RANK, FEED}
 EXAMPLES = 12  # per operation, 40 for a board read (5 board kinds in one): about 1,000 requests in all
 
 
@@ -61,8 +63,8 @@ def test_every_operation_of_the_served_schema_fuzzed_with_signed_requests():
     finally:
         stop(web)
     # Every signed operation got past the signature at least once (not all refused as unsigned).
-    signed_ops = {label: codes for label, codes in seen.items() if label.split()[0] in WRITES or label == OWN_RANK}
-    assert len(signed_ops) == 10 and all(codes - {401} for codes in signed_ops.values()), signed_ops
+    signed_ops = {label: codes for label, codes in seen.items() if label.split()[0] in WRITES or label in SIGNED_READS}
+    assert len(signed_ops) == 11 and all(codes - {401} for codes in signed_ops.values()), signed_ops
     print({label: sorted(codes) for label, codes in seen.items()})
 
 

@@ -34,7 +34,7 @@ from scoring.testing import make_game, make_key, match_body, outbox_restore
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 RESTART_BOUND_S = 5.0  # the bound: a killed process is back within 5 s
-PROGRAMS = ("web-0", "web-1", "worker", "beat")
+PROGRAMS = ("web-0", "web-1", "worker", "beat", "events")
 T = TypeVar("T")
 
 
