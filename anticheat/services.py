@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from common.api_errors import Problem
 from common.db import model_columns, models_from_rows, models_where
+from common.operations import digits_only
 from common.outage import OutageLog
 from common.ratelimit import BUCKET_LIB, LocalBuckets, bucket_ttl_s, buckets_spend, retry_after_s
 from common.redis import client, lua_path, lua_script
@@ -126,7 +127,7 @@ def request_verify(
         raise NOT_AUTHENTICATED(
             f"Signed requests need the headers {HEADER_KEY}, {HEADER_TIMESTAMP} and {HEADER_SIGNATURE}."
         )
-    if not timestamp.isdigit() or len(timestamp) > 12:
+    if not digits_only(timestamp) or len(timestamp) > 12:
         raise SIGNATURE_REFUSED(f"{HEADER_TIMESTAMP} must be Unix time in whole seconds.")
     # Whole seconds on both sides: the header has whole seconds, so the server's clock is read the
     # same way (a request signed 300 s ago, to the second, is still in the window).

@@ -29,6 +29,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from common.db import rows_by_keys
+from common.operations import digits_only
 from common.redis import client, lua_path, lua_script, on_cluster
 from seasons.catalog import Catalog, catalog_get
 from seasons.models import Game, Season
@@ -143,7 +144,7 @@ def board_resolve(
     if not REGION_RE.match(region):
         raise BadQuery("region", "A region is 'global' or 2-40 characters from [a-z0-9-].")
     if season:
-        if not season.isdigit():
+        if not digits_only(season):
             raise BadQuery("season", "A season id, as listed by /seasons.")
         chosen = next((s for s in seasons if s.id == int(season)), None)
         if chosen is None:

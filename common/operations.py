@@ -45,6 +45,12 @@ FAST_ANSWERS: Counter[str] = Counter()  # operation id -> answers given by a fas
 INVALID = Problem(400, "invalid", "a parameter or the body is malformed or out of range")
 
 
+def digits_only(text: str) -> bool:
+    """Whether `text` is a non-negative integer that int() reads: ASCII digits only (str.isdigit()
+    also takes "²" and "١٢", which int() refuses: a 500 where a 400 belongs)."""
+    return text.isascii() and text.isdigit()
+
+
 @dataclass(frozen=True)
 class Query:
     """A query parameter: its JSON Schema (the document's) and how a raw value is read. With
@@ -63,8 +69,7 @@ class Query:
         if self.bounds is None:
             return raw
         low, high = self.bounds
-        # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
-        if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+        if not digits_only(raw) or not low <= int(raw) <= high:
             raise INVALID(f"{self.name} must be an integer from {low} to {high}.")
         return int(raw)
 

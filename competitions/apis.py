@@ -18,7 +18,7 @@ from boards.params import NOT_RANKED, N, R, not_ranked, throttle_reads
 from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, ApiError
 from common.formats import PLAYER_ID_RE
 from common.openapi import GAME_PARAM, PLAYER_PARAM, path_param
-from common.operations import INVALID, Args, Operation, Query, integer
+from common.operations import INVALID, Args, Operation, Query, digits_only, integer
 from seasons.models import Game
 from seasons.selectors import game_get
 
@@ -110,7 +110,7 @@ def entrant_put_call(request: Request, args: Args) -> Response:
 def tournaments_get(request: Request, args: Args) -> dict[str, Any]:
     game = _game(args["game"])
     category = args["category"]
-    if category is not None and (not category.isdigit() or not 0 <= int(category) <= 127):
+    if category is not None and (not digits_only(category) or not 0 <= int(category) <= 127):
         raise INVALID("category must be an integer from 0 to 127.")
     if args["status"] not in (None, "active", "upcoming", "ended"):
         raise INVALID("status must be active, upcoming or ended.")

@@ -20,6 +20,7 @@ from anticheat.services import audit
 from boards.models import Player, SeasonRegion
 from common.admin_mixins import ReadOnlyAdminMixin
 from common.formats import REGION_RE
+from common.operations import digits_only
 
 from .models import EventStatus, ReviewItem, ScoreEvent, UnappliedEvent
 from .moderation import player_ban, results_approve, results_reinstate, results_revoke
@@ -110,7 +111,7 @@ class PendingGameFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         value = self.value()
-        return queryset.filter(game_id=int(value)) if value and value.isdigit() else queryset
+        return queryset.filter(game_id=int(value)) if value and digits_only(value) else queryset
 
 
 class PendingReasonFilter(admin.SimpleListFilter):
@@ -197,7 +198,7 @@ class ReviewQueueAdmin(admin.ModelAdmin):
             game = request.GET.get("game", "")
             known = review_pending_count(
                 counts=_pending_counts(request),
-                game_id=int(game) if game.isdigit() else None,
+                game_id=int(game) if digits_only(game) else None,
                 reason=request.GET.get("reason"),
             )
         return CappedPaginator(queryset, per_page, orphans, allow_empty_first_page, known_count=known)
@@ -341,7 +342,7 @@ def _filters(changelist_filters: str) -> dict[str, Any]:
     """The queue filters a moderator came from (game, reason), to stay within them when moving on."""
     query = QueryDict(changelist_filters)
     game = query.get("game", "")
-    return {"game_id": int(game) if game.isdigit() else None, "reason": query.get("reason") or None}
+    return {"game_id": int(game) if digits_only(game) else None, "reason": query.get("reason") or None}
 
 
 class BanForm(forms.ModelForm):

@@ -20,6 +20,7 @@ from django.utils.functional import cached_property
 
 from anticheat.models import AuditEntry, Ban
 from anticheat.services import ANOMALY_POLICY, Rules, rules_for
+from common.operations import digits_only
 from seasons.models import Game, Season
 
 from .models import AnomalyScan, EventStatus, ScoreEvent
@@ -114,7 +115,7 @@ def review_search(*, queryset: QuerySet[Any], term: str) -> QuerySet[Any]:
     exact player id (through (season, player_id) for each season: a player's few rows, not every
     pending row)."""
     term = term.strip()
-    if term.startswith("#") and term[1:].isdigit():
+    if term.startswith("#") and digits_only(term[1:]):
         return queryset.filter(id=int(term[1:]))
     try:
         return queryset.filter(match_id=uuid.UUID(term))

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from common.api_errors import ApiError
 from common.formats import PLAYER_ID_RE, REGION_RE, parse_time
+from common.operations import digits_only
 from seasons.models import Game
 
 DIMENSION_VALUE_RE = re.compile(r"^[a-z0-9-]{1,23}$")
@@ -251,7 +252,7 @@ def _season_checked(season_raw: Any, errors: Errors) -> int | None:
         return None
     if is_int(season_raw) and season_raw > 0:
         return int(season_raw)
-    if isinstance(season_raw, str) and season_raw.isdigit() and len(season_raw) < 19:
+    if isinstance(season_raw, str) and digits_only(season_raw) and len(season_raw) < 19:
         return int(season_raw)
     errors["season"] = ["A season id, as listed by /seasons."]
     return None
