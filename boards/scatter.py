@@ -189,7 +189,7 @@ class _Gather:
                 unhedged = [w.at for w in live if not w.hedge and any(i not in self.hedged for i in w.calls[w.read :])]
                 if unhedged:
                     wait = max(0.0, min(unhedged) + trigger - now)
-            select.select([w.conn._sock for w in live if w.conn._sock is not None], [], [], wait)
+            _readable_wait([w.conn._sock for w in live if w.conn._sock is not None], wait)
 
     def release(self) -> None:
         """Every wire's connection back to its pool; one with replies still on their way is
@@ -247,6 +247,15 @@ def _replies_in_order(
             replies.append(reply)
             observe(index, gather.took[index])
     return replies
+
+
+def _readable_wait(socks: list[Any], timeout: float) -> None:
+    """Wait until one of `socks` can be read, or `timeout` seconds. poll(), not select(): select()
+    refuses a descriptor of 1,024 or more, which a busy process reaches."""
+    poller = select.poll()
+    for sock in socks:
+        poller.register(sock, select.POLLIN)
+    poller.poll(timeout * 1000)
 
 
 def _other_node(cluster: RedisCluster, slot: int, used: ClusterNode) -> ClusterNode | None:
