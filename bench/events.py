@@ -52,7 +52,7 @@ def receiver_main(port: int) -> None:
                 await reader.readexactly(length)
                 writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass  # the client went, or the receiver stops
+            return  # the client went, or the receiver stops (the finally closes its side)
         finally:
             writer.close()
 

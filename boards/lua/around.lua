@@ -3,15 +3,8 @@
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- ARGV[1] player id   ARGV[2] r   ARGV[3] span = 2^time_bits   ARGV[4] tie rule
 -- Returns {} when the player is not on the board, else {total, member, points, rank, name, ...}.
-local position = position_of(KEYS[1], ARGV[1])
-if position == nil then return {} end
-local r = tonumber(ARGV[2])
-local total = redis.call('ZCARD', KEYS[1])
-local width = 2 * r + 1
-local start = position - r
-if start + width > total then start = total - width end
-if start < 0 then start = 0 end
-local slice = ordered_slice(KEYS[1], start, start + width - 1)
+local slice, total = around_slice(KEYS[1], ARGV[1], tonumber(ARGV[2]))
+if slice == nil then return {} end
 local reply = entries_reply(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[3]), ARGV[4], slice)
 table.insert(reply, 1, total)
 return reply

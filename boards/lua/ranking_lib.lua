@@ -131,6 +131,19 @@ local function position_of(key, member)
   return above, s
 end
 
+-- The 2r+1 entries around `member` in display order (ordered_slice's), and the board's size; near
+-- either end the window slides instead of shrinking. nil when the member is not on the board.
+local function around_slice(key, member, r)
+  local position = position_of(key, member)
+  if position == nil then return nil end
+  local total = redis.call('ZCARD', key)
+  local width = 2 * r + 1
+  local start = position - r
+  if start + width > total then start = total - width end
+  if start < 0 then start = 0 end
+  return ordered_slice(key, start, start + width - 1), total
+end
+
 -- Rank of an entry with this score at this display position, by the game's tie rule.
 local function rank_of(key, companion, span, rule, score, position)
   if not shares_rank(rule) then return position + 1 end

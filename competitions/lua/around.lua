@@ -7,15 +7,8 @@
 -- Returns 'load' when the counters are not filled, {} when the player is not on the board, else
 --         {total, member, points, rank, name, attempts, ...}.
 if not counters_filled(KEYS[4], KEYS[5]) then return 'load' end
-local position = position_of(KEYS[1], ARGV[1])
-if position == nil then return {} end
-local r = tonumber(ARGV[2])
-local total = redis.call('ZCARD', KEYS[1])
-local width = 2 * r + 1
-local start = position - r
-if start + width > total then start = total - width end
-if start < 0 then start = 0 end
-local slice = ordered_slice(KEYS[1], start, start + width - 1)
+local slice, total = around_slice(KEYS[1], ARGV[1], tonumber(ARGV[2]))
+if slice == nil then return {} end
 local reply = with_attempts(entries_reply(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[3]), ARGV[4], slice), KEYS[4])
 table.insert(reply, 1, total)
 return reply
