@@ -1,12 +1,14 @@
 """The tournaments in the admin: create and edit them under the API's rules (the same check as the
 signed PUT), end them, and browse their periods with their entrants and final standings."""
 
+import json
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -23,6 +25,7 @@ from .services import tournament_change_check, tournament_end
 from .validation import TournamentIn
 
 CONFIG_FIELDS = list(TournamentIn.__dataclass_fields__)
+STANDINGS_SHOWN = 500
 
 
 class TournamentForm(forms.ModelForm):
@@ -78,10 +81,21 @@ class TournamentAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "-"
         rows = periods_list(tournament=obj, now=timezone.now())[:100]
+        finals = dict(obj.periods.values_list("index", "pk"))
+
+        def index_cell(index: int) -> str:
+            if index not in finals:
+                return str(index)
+            url = reverse("admin:competitions_tournamentperiod_change", args=[finals[index]])
+            return format_html('<a href="{}">{}</a>', url, index)
+
         body = format_html_join(
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((p["index"], iso(p["starts_at"]), iso(p["ends_at"]), p["status"], p["entrants"]) for p in rows),
+            (
+                (index_cell(p["index"]), iso(p["starts_at"]), iso(p["ends_at"]), p["status"], p["entrants"])
+                for p in rows
+            ),
         )
         head = mark_safe("<tr><th>#</th><th>starts</th><th>ends</th><th>status</th><th>entrants</th></tr>")
         return format_html("<table>{}{}</table>", head, body)
@@ -89,8 +103,26 @@ class TournamentAdmin(admin.ModelAdmin):
 
 @admin.register(TournamentPeriod)
 class TournamentPeriodAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The final periods, each with its frozen standings (the first STANDINGS_SHOWN lines)."""
+
     list_display = ("tournament", "index", "starts_at", "ends_at", "entrants", "finalized_at")
     list_filter = ("tournament__game",)
+    search_fields = ("tournament__slug",)
+    readonly_fields = ("standings_table",)
+
+    @admin.display(description=f"Final standings (first {STANDINGS_SHOWN})")
+    def standings_table(self, obj: TournamentPeriod) -> str:
+        rows = obj.standings.order_by("position")[:STANDINGS_SHOWN]
+        body = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (r.rank, r.player_id, r.score, r.attempts, json.dumps(r.reward) if r.reward is not None else "")
+                for r in rows
+            ),
+        )
+        head = mark_safe("<tr><th>rank</th><th>player</th><th>score</th><th>attempts</th><th>reward</th></tr>")
+        return format_html("<table>{}{}</table>", head, body)
 
 
 @admin.register(TournamentEntrant)

@@ -23,7 +23,8 @@ from seasons.models import Game
 from seasons.selectors import game_get
 
 from . import serializers, standings
-from .models import Tournament
+from .finals import final_around, final_player, final_top, period_final_get
+from .models import Tournament, TournamentPeriod
 from .periods import MAX_PERIODS
 from .problems import (
     NOT_ENTERED,
@@ -138,12 +139,15 @@ class StandingRead:
     """A read of a tournament period's board, for both entrances (standings.py): `call(view, args)`
     gives the script's KEYS and ARGV, `parse(view, args, reply)` the value (None: the player is not
     there, answered with `missing(args)`), `present(view, args, value)` what the answer's
-    serializer renders. The fast entrance (fastpath.py) serves every operation declared with one."""
+    serializer renders; `final(tournament, final_period, view, args)` the value of a final period,
+    from its standings in PostgreSQL (finals.py). The fast entrance (fastpath.py) serves every
+    operation declared with one, for periods that are not final."""
 
     script: str
     call: Callable[[StandingView, Args], Call]
     parse: Callable[[StandingView, Args, Any], Any]
     present: Callable[[StandingView, Args, Any], Any]
+    final: Callable[[Tournament, TournamentPeriod, StandingView, Args], Any]
     missing: Callable[[Args], ApiError] | None = None
 
 
@@ -167,9 +171,13 @@ def standing_operation(
         now = timezone.now()
         conf = standings.conf_current(tournament)
         view = standing_view(conf, args["period"], now, lambda period: period_status(tournament, period, now))
-        value = standings.standing_select(
-            tournament, view, read.script, read.call(view, args), lambda reply: read.parse(view, args, reply)
-        )
+        final = period_final_get(tournament=tournament, index=view.period.index) if view.final else None
+        if final is not None:
+            value = read.final(tournament, final, view, args)
+        else:
+            value = standings.standing_select(
+                tournament, view, read.script, read.call(view, args), lambda reply: read.parse(view, args, reply)
+            )
         if value is None and read.missing is not None:
             raise read.missing(args)
         return read.present(view, args, value)
@@ -199,6 +207,7 @@ TOP = StandingRead(
     standings.TOP_SCRIPT,
     call=lambda view, args: standings.top_call(view, args["n"]),
     parse=lambda view, args, reply: standings.top_parse(view, reply),
+    final=lambda tournament, final, view, args: final_top(tournament=tournament, final=final, n=args["n"]),
     present=lambda view, args, entries: {
         "tournament": view.conf.slug,
         "period": view.period_json(),
@@ -210,6 +219,9 @@ PLAYER = StandingRead(
     standings.PLAYER_SCRIPT,
     call=lambda view, args: standings.player_call(view, args["player_id"]),
     parse=lambda view, args, reply: standings.player_parse(view, args["player_id"], reply),
+    final=lambda tournament, final, view, args: final_player(
+        tournament=tournament, final=final, player_id=args["player_id"], max_attempts=view.conf.max_attempts
+    ),
     present=lambda view, args, value: value,
     missing=_not_entered,
 )
@@ -217,6 +229,9 @@ AROUND = StandingRead(
     standings.AROUND_SCRIPT,
     call=lambda view, args: standings.around_call(view, args["player_id"], args["r"]),
     parse=lambda view, args, reply: standings.around_parse(view, reply),
+    final=lambda tournament, final, view, args: final_around(
+        tournament=tournament, final=final, player_id=args["player_id"], r=args["r"]
+    ),
     present=lambda view, args, entries: {"entries": entries},
     missing=lambda args: not_ranked(args["player_id"]),
 )

@@ -104,3 +104,30 @@ class TournamentEntrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tournament} #{self.period}: {self.player_id}"
+
+
+class TournamentStanding(models.Model):
+    """One line of a final period's standings, written once by the freeze (scoring's
+    `tournament_period_freeze`) in the transaction that writes its `TournamentPeriod`: every read of
+    a final period answers from these rows, also after the period's Redis keys are gone.
+    `position` is the 0-based display order (the tournament's order, then who reached the score
+    first, then player id); `rank` is the game's tie rule applied; `reward` the band's, attached
+    at the freeze."""
+
+    period = models.ForeignKey(TournamentPeriod, on_delete=models.CASCADE, related_name="standings")
+    position = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    player_id = models.CharField(max_length=64)
+    score = models.BigIntegerField()
+    attempts = models.PositiveIntegerField()
+    reward = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["period", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["period", "position"], name="tournament_standing_position"),
+            models.UniqueConstraint(fields=["period", "player_id"], name="tournament_standing_player"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.period} {self.rank}. {self.player_id}"

@@ -126,6 +126,12 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
         },
         "seasons.rotate": {"task": "seasons.rotate", "schedule": 15.0, "options": {"expires": 60}},
         "scoring.seasons_freeze": {"task": "scoring.seasons_freeze", "schedule": 15.0, "options": {"expires": 60}},
+        # A tournament period whose grace has ended: its standings frozen, its event published.
+        "scoring.tournaments_freeze": {
+            "task": "scoring.tournaments_freeze",
+            "schedule": settings.TOURNAMENT_FREEZE_INTERVAL_S,
+            "options": {"expires": settings.TOURNAMENT_FREEZE_INTERVAL_S * 4},
+        },
         "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
         "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # Events older than EVENTS_KEEP_DAYS leave the feed (and their deliveries with them).

@@ -17,6 +17,7 @@ from .moderation import anomalies_review
 from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_select
 from .reconcile import boards_reconcile as reconcile
 from .recovery import boards_recover_if_lost
+from .tournament_freezing import tournament_periods_freeze_due
 from .unreflected import unreflected_check
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,16 @@ def seasons_freeze() -> int:
     if frozen:
         logger.info("seasons frozen: %s", frozen)
     return len(frozen)
+
+
+@shared_task(name="scoring.tournaments_freeze", acks_late=True, ignore_result=True)
+def tournaments_freeze() -> int:
+    """Every few seconds: freeze the tournament periods whose grace has ended (their standings,
+    their rewards, their `tournament.period_final` event)."""
+    frozen = tournament_periods_freeze_due(now=timezone.now())
+    if frozen:
+        logger.info("tournament periods frozen: %d", frozen)
+    return frozen
 
 
 @shared_task(name="scoring.boards_recover", acks_late=True, ignore_result=True)

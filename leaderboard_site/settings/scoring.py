@@ -52,3 +52,7 @@ READ_RATE_BURST = env_int("READ_RATE_BURST", 400)
 # Tournaments: a period's Redis keys (board, entrants, attempts) live this long after its grace
 # ends; its final standings are then read from PostgreSQL.
 TOURNAMENT_KEYS_TTL_AFTER_FINAL_S = env_int("TOURNAMENT_KEYS_TTL_AFTER_FINAL_S", 86400)
+# A period freezes this long after its grace ends: a result whose verdict was decided just before
+# the end may still be committing (scoring/tournament_freezing.py).
+TOURNAMENT_FREEZE_DELAY_S = env_int("TOURNAMENT_FREEZE_DELAY_S", 5)
+TOURNAMENT_FREEZE_INTERVAL_S = env_int("TOURNAMENT_FREEZE_INTERVAL_S", 5)
