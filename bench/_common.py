@@ -28,9 +28,9 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def signed_headers(key_id: str, secret: str, path: str, body: bytes) -> dict[str, str]:
-    """A signed JSON POST's headers (common/signing.py, the service's own helper)."""
-    headers = _signed_headers(key_id=key_id, secret=secret, method="POST", path=path, body=body)
+def signed_headers(key_id: str, secret: str, path: str, body: bytes, method: str = "POST") -> dict[str, str]:
+    """A signed JSON request's headers (common/signing.py, the service's own helper)."""
+    headers = _signed_headers(key_id=key_id, secret=secret, method=method, path=path, body=body)
     return {"Content-Type": "application/json", **headers}
 
 

@@ -45,6 +45,11 @@ Phases, in this order:
      10**12 up, from this one process, timed. Every key under the private prefix is then deleted
      (SCAN). Figure: raw events/s (the writer's time only: no ledger reads or writes).
   5. with --memory (default): Redis bytes per board member and per dedup marker (1,000,000 each).
+  6. with --tournament (default): a tournament is created (PUT, best score, no limits) and phase 1's
+     workload is sent again with every match naming it; then 7: the same once more naming none,
+     right after (the ledger and boards as large as in 6). Figures: events/s end-to-end of each,
+     their ratio to phase 4's raw, and 6's share of 7 (the contract: at least 0.8); the tournament
+     board's exactness for --verify sampled players (their best accepted result).
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
 
 This script is the load generator and runs on the same machine as the service: per phase it
@@ -55,6 +60,7 @@ client on asyncio streams (httpx would cost several times the client CPU).
 Output: progress and details on stderr; on stdout each phase's figures, its load generator CPU
 and, last, the summary (N and lag from phase 1, R from phase 4, ratio N/R):
     ingest: 5000 events/s end-to-end, raw 40000 events/s, ratio 0.12, lag p99 900 ms
+    tournaments: ... 0.93 of the same run's ratio without tournaments; ...
 Exit status 1 when the exactness check finds a wrong total.
 """
 
@@ -69,7 +75,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -120,10 +126,17 @@ class Batch:
 
 
 def batches_make(
-    *, rng: random.Random, events: int, size: int, players: int, sample_every: int, tag: str
+    *,
+    rng: random.Random,
+    events: int,
+    size: int,
+    players: int,
+    sample_every: int,
+    tag: str,
+    tournament: str | None = None,
 ) -> list[Batch]:
     """`events` results in batches of `size` one-result matches; every `sample_every`'th batch (0:
-    none) has a unique sentinel player in its last match."""
+    none) has a unique sentinel player in its last match. `tournament`: every match names it."""
     played_at = now_iso(ceil=True)
     batches = []
     for b, start in enumerate(range(0, events, size)):
@@ -135,6 +148,9 @@ def batches_make(
         if sentinel is not None:
             results[-1] = (sentinel, 1, "eu")
         matches = [match(played_at, [r]) for r in results]  # duration_s 600
+        if tournament is not None:
+            for one in matches:
+                one["tournaments"] = [tournament]
         body = json.dumps({"matches": matches}, separators=(",", ":")).encode()
         batches.append(Batch(results, body, sentinel, played_at))
     return batches
@@ -353,7 +369,7 @@ async def progress(label: str, tally: Tally, total: int, quiet: bool) -> None:
 
 
 # --------------------------------------------------------------------------- phase 1: max rate
-async def max_rate(args, svc: Service, batches: list[Batch]) -> dict:
+async def max_rate(args, svc: Service, batches: list[Batch], label: str = "phase 1") -> dict:
     total = sum(len(b.results) for b in batches)
     counted = sorted({pid for b in batches for pid, _, _ in b.results if b.sentinel != pid})
     sample = random.Random(1).sample(counted, min(args.verify, len(counted)))
@@ -363,7 +379,7 @@ async def max_rate(args, svc: Service, batches: list[Batch]) -> dict:
     tally = Tally()
     poller = LagPoller(svc)
     poller.start()
-    shown = asyncio.create_task(progress("phase 1", tally, total, args.quiet))
+    shown = asyncio.create_task(progress(label, tally, total, args.quiet))
     order = iter(batches)  # the senders take the batches in turn
 
     async def sender() -> None:
@@ -376,8 +392,8 @@ async def max_rate(args, svc: Service, batches: list[Batch]) -> dict:
     await asyncio.gather(*(sender() for _ in range(args.senders)))
     t_sent = time.perf_counter()
     shown.cancel()
-    log(f"phase 1: all {len(batches)} batches answered in {t_sent - t0:.2f} s; waiting for the boards ...")
-    t_end, max_queue_lag = await svc.drained(timeout=args.drain_timeout, label="phase 1")
+    log(f"{label}: all {len(batches)} batches answered in {t_sent - t0:.2f} s; waiting for the boards ...")
+    t_end, max_queue_lag = await svc.drained(timeout=args.drain_timeout, label=label)
     await poller.finish()
 
     expected = Counter()
@@ -809,6 +825,81 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
     return figures, batches
 
 
+# --------------------------------------------------------------------------- phases 6 and 7: tournaments
+TOURNAMENT = "bench-cup"
+
+
+async def tournament_put(svc: Service, conn: Conn) -> None:
+    """A tournament that started a minute ago and runs a day (best score, no entry, no limits)."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
+    config = {"title": "Bench Cup", "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "duration_s": 86400}
+    body = json.dumps(config).encode()
+    path = f"/api/v1/games/{svc.game}/tournaments/{TOURNAMENT}"
+    status, content = await svc.call(
+        conn, "PUT", path, body, signed_headers(svc.key_id, svc.secret, path, body, method="PUT")
+    )
+    if status not in (200, 201):
+        raise SystemExit(f"PUT {path}: {status} {content[:300]!r}")
+
+
+async def tournament_score(svc: Service, conn: Conn, pid: str) -> int | None:
+    path = f"/api/v1/games/{svc.game}/tournaments/{TOURNAMENT}/players/{pid}"
+    for _ in range(50):
+        status, content = await svc.call(conn, "GET", path)
+        if status == 200:
+            return json.loads(content)["score"]
+        if status == 404:
+            return None
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"GET {path}: {status} {content[:200]!r}")
+
+
+async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
+    """Phase 6: phase 1's workload with every match naming one active tournament; phase 7: the same
+    naming none, right after (the ledger and boards as large), the comparison's other side. Then
+    the tournament board's exactness: each sampled player's score is their best accepted result."""
+    conn = svc.conn()
+    await tournament_put(svc, conn)
+    rng = random.Random(args.seed + 1)
+    figures: dict = {}
+    for phase, tournament in (("6", TOURNAMENT), ("7", None)):
+        batches = batches_make(
+            rng=rng,
+            events=args.events,
+            size=args.batch,
+            players=args.players,
+            sample_every=args.sample_every,
+            tag=f"{tag}-{phase}",
+            tournament=tournament,
+        )
+        what = f"every match naming tournament {TOURNAMENT}" if tournament else "the same naming none"
+        log(f"phase {phase}: max rate, {args.events} results, {what}")
+        with meter.phase(phase), args.service_cpu.phase(phase):
+            got = await max_rate(args, svc, batches, label=f"phase {phase}")
+        figures[phase] = got
+        out(
+            f"phase {phase} ({what}): {got['eps']:.0f} events/s end-to-end, request p99 "
+            f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
+        )
+        out(cpu_line(f"phase {phase}", meter.phases[phase]))
+        out(
+            f"phase {phase} service CPU per accepted result: "
+            f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
+        )
+        if tournament:
+            best: dict[str, int] = {}
+            for batch in batches:
+                for pid, pts, _ in batch.accepted:
+                    if pid != batch.sentinel:
+                        best[pid] = max(best.get(pid, -1), pts)
+            sample = random.Random(2).sample(sorted(best), min(args.verify, len(best)))
+            wrong = [p for p in sample if await tournament_score(svc, conn, p) != best[p]]
+            figures["tournament_verified"], figures["tournament_mismatches"] = len(sample), len(wrong)
+            out(f"phase 6 tournament board: {len(sample) - len(wrong)} of {len(sample)} sampled players exact")
+    conn.close()
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
@@ -836,6 +927,9 @@ def main() -> None:
     parser.add_argument("--redis-url", help="default: $REDIS_URL or redis://127.0.0.1:6379/0")
     parser.add_argument("--memory", action=argparse.BooleanOptionalAction, default=True, help="phase 5")
     parser.add_argument("--memory-members", type=int, default=1_000_000)
+    parser.add_argument(
+        "--tournament", action=argparse.BooleanOptionalAction, default=True, help="phases 6 and 7 (tournaments)"
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -885,6 +979,20 @@ def main() -> None:
         f"ingest: {p1['eps']:.0f} events/s end-to-end, raw {raw['eps']:.0f} events/s, ratio {ratio:.2f}, "
         f"lag p99 {p1['lag_p99_ms']:.0f} ms"
     )
+    if args.tournament:
+        tournaments = asyncio.run(tournament_phases(args, svc, meter, tag))
+        figures["tournaments"] = tournaments
+        with_t, without = tournaments["6"]["eps"], tournaments["7"]["eps"]
+        share = with_t / without if without else float("nan")
+        summary += (
+            f"\ntournaments: {with_t:.0f} events/s end-to-end with every match naming one (ratio to raw "
+            f"{with_t / raw['eps']:.2f}), {without:.0f} without right after (ratio {without / raw['eps']:.2f}): "
+            f"{share:.2f} of the same run's ratio without tournaments; tournament board "
+            f"{tournaments['tournament_verified'] - tournaments['tournament_mismatches']} of "
+            f"{tournaments['tournament_verified']} sampled players exact"
+        )
+        if tournaments["tournament_mismatches"] or tournaments["6"]["mismatches"] or tournaments["7"]["mismatches"]:
+            p1["mismatches"] += 1  # the exit status says so
     if args.json:
         figures.update(
             game=game,
