@@ -14,6 +14,9 @@ drawn at random over the whole board:
   A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
      (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
      (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
+  T. with --tournament (default; the seed's matches all name a tournament made before it): the
+     tournament period board's player, top and around reads, closed loop as in A, each as a share
+     of the board read it mirrors (target: the same cost).
   E. every other public GET (the list of games, the board page alone, with ?player=, on the weekly tab; the game; its
      seasons; the distribution), closed loop as in A, each beside the top read's req/s (target:
      at least 0.7 of it); then all of them alike in an open loop at half the top read's rate for
@@ -59,7 +62,7 @@ import socket
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -99,8 +102,27 @@ INGEST_TARGET_MS = 50.0
 
 
 # --------------------------------------------------------------------------- seeding
+TOURNAMENT = "bench-cup"
+T_KINDS = {"t_rank": "rank", "t_top": "top", "t_around": "around"}  # tournament read -> its board read
+
+
+def tournament_create(args, game: str, key_id: str, secret: str) -> None:
+    """A tournament every seeded match names (phase T): started a minute ago, a day long, best
+    score, no entry or limits, so its period board holds the seeded players as the `all` board does."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
+    body = json.dumps(
+        {"title": "Bench Cup", "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "duration_s": 86400}
+    ).encode()
+    path = f"/api/v1/games/{game}/tournaments/{TOURNAMENT}"
+    answer = httpx.put(
+        args.url + path, content=body, headers=signed_headers(key_id, secret, path, body, method="PUT"), timeout=30
+    )
+    answer.raise_for_status()
+
+
 def seed(args, game: str, key_id: str, secret: str) -> int:
-    """One result per player (matches of two), then wait until the `all` board holds them all."""
+    """One result per player (matches of two), then wait until the `all` board holds them all.
+    With --tournament, every match names the bench's tournament."""
     rng = random.Random(3)
     path = f"/api/v1/games/{game}/matches/batch"
     played_at = now_iso(ceil=True)
@@ -112,6 +134,8 @@ def seed(args, game: str, key_id: str, secret: str) -> int:
             pair = [a, a + 1] if a + 1 <= n else [a]
             points.update({p: rng.randint(0, 10_000) for p in pair})
             matches.append(match(played_at, [(player_id(p), points[p], region_of(p)) for p in pair]))
+            if args.tournament:
+                matches[-1]["tournaments"] = [TOURNAMENT]
         # The anomaly job (on, as shipped; every minute) withholds the cohort's highest scores for
         # review, during the seeding or any minute after it: the reads leave the 100 highest out (a
         # read of a withheld one is a correct 404 `not_ranked`, not a failure of the service).
@@ -606,6 +630,25 @@ async def public_gets(args, host: str, port: int, game: str, top: Result, rng: r
     return out
 
 
+# --------------------------------------------------------------------------- phase T: tournament reads
+async def tournament_reads(args, host: str, port: int, game: str, board: dict, rng: random.Random) -> dict:
+    """The tournament period board's player, top and around reads (the same players, n and r as
+    phase A's), each as a share of its board read's req/s (the target: the same cost, 1.0)."""
+    base = f"/api/v1/games/{game}/tournaments/{TOURNAMENT}"
+    paths = {
+        "t_rank": lambda: f"{base}/players/{player_id(ranked_player(rng, args.players))}",
+        "t_top": lambda: f"{base}/top?n=100",
+        "t_around": lambda: f"{base}/players/{player_id(ranked_player(rng, args.players))}/around?r=5",
+    }
+    found = {}
+    for name, of in T_KINDS.items():
+        res = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
+        share = res.rps / board[of].rps if board[of].rps else float("nan")
+        log(res.line() + f"  ({share:.2f} of the board's {of})")
+        found[name] = {**res.figures(), "of_board": share}
+    return found
+
+
 # --------------------------------------------------------------------------- phase F: the floor
 class FloorServers:
     """bench/floor.py's application on as many processes of leaderboard_site/serve.py as the
@@ -673,6 +716,10 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
             closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
             log(closed[name].line())
     out["closed"] = closed
+    if args.tournament:
+        log(f"phase T: the tournament's reads, closed loop as in A, {args.workers} connections")
+        with meter.phase("T"):
+            out["tournament"] = await tournament_reads(args, host, port, game, closed, rng)
 
     log(f"phase E: every public GET, closed loop, {args.workers} connections, {args.seconds:g} s each")
     with meter.phase("E"):
@@ -762,6 +809,12 @@ def main() -> None:
         "--baseline", action=argparse.BooleanOptionalAction, default=False, help="also load GET /health/live"
     )
     parser.add_argument("--seed-timeout", type=float, default=300)
+    parser.add_argument(
+        "--tournament",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="phase T: the seed's matches name a tournament, whose top, player and around reads are measured",
+    )
     parser.add_argument("--json", help="also write every figure to this file")
     args = parser.parse_args()
     args.url = args.url.rstrip("/")
@@ -769,7 +822,10 @@ def main() -> None:
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "reads")
     log(f"load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     if not args.no_seed:
+        if args.tournament:
+            tournament_create(args, game, key_id, secret)
         seed(args, game, key_id, secret)
+    args.tournament = args.tournament and not args.no_seed
     info = board_info(args, game)
 
     meter = CpuMeter()
@@ -811,6 +867,12 @@ def main() -> None:
         f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, "
         f"raw {raw['rps']:.0f}/s, ratio {ratio:.2f}"
     )
+    if "tournament" in out:
+        t = out["tournament"]
+        lines.append(
+            "tournament reads, of the board's same read: "
+            + ", ".join(f"{name} {t[name]['rps']:.0f} req/s = {t[name]['of_board']:.2f}" for name in T_KINDS)
+        )
     public = out["public"]
     shares = ", ".join(f"{name} {public['closed'][name]['of_top']:.2f}" for name in PUBLIC_GETS)
     lines.append(

@@ -340,6 +340,11 @@ class VersionedCache:
     def peek(self, key: Any) -> Cached | None:
         return self._entries.get(key)
 
+    def values(self) -> list[Cached]:
+        """The copies held now (tests)."""
+        with self._lock:
+            return list(self._entries.values())
+
     def put(self, key: Any, value: Cached) -> None:
         with self._lock:
             self._entries.pop(key, None)

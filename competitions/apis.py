@@ -206,7 +206,7 @@ def _not_entered(args: Args) -> ApiError:
 TOP = StandingRead(
     standings.TOP_SCRIPT,
     call=lambda view, args: standings.top_call(view, args["n"]),
-    parse=lambda view, args, reply: standings.top_parse(view, reply),
+    parse=lambda view, args, reply: standings.top_parse(view, reply)[1],
     final=lambda tournament, final, view, args: final_top(tournament=tournament, final=final, n=args["n"]),
     present=lambda view, args, entries: {
         "tournament": view.conf.slug,

@@ -18,6 +18,7 @@ import redis
 from django.utils import timezone
 
 from boards.fastpath import FastReads
+from boards.selectors import Cached
 from common.api_errors import BOARDS_DOWN, RETRY_AFTER_S, ApiError
 from common.asgi import (
     ROUTE_NAME,
@@ -31,13 +32,13 @@ from common.asgi import (
     respond,
     respond_error,
 )
-from common.operations import FAST_ANSWERS, Operation, Router
+from common.operations import FAST_ANSWERS, Args, Operation, Router
 from common.redis import on_cluster
 
-from . import apis, keys
+from . import apis, keys, standings
 from .apis import StandingRead, standing_view
 from .periods import FINAL
-from .standings import CountersNotFilled, TournamentConf, conf_parse
+from .standings import CountersNotFilled, StandingView, TournamentConf, conf_parse
 
 ROUTER = Router(apis.OPERATIONS, serves=lambda op: isinstance(op.fast, StandingRead))
 RETRY_AFTER = {"Retry-After": str(RETRY_AFTER_S)}
@@ -111,6 +112,12 @@ class FastStandings(FastReads):
                 continue
             if view.status == FINAL:
                 raise Fallback  # past its grace: whether it is final is the database's word
+            if read is apis.TOP:
+                body = await self.top_body(op, view, args, version_key)
+                if body is None:
+                    conf = None
+                    continue
+                return body
             version, [reply] = await self.together([(read.script, *read.call(view, args))], version_key)
             if version != conf.version:
                 conf = None
@@ -123,3 +130,25 @@ class FastStandings(FastReads):
                 raise read.missing(args)
             return render(op.render(read.present(view, args, value)))
         raise Fallback
+
+    async def top_body(self, op: Operation, view: StandingView, args: Args, version_key: str) -> bytes | None:
+        """The top's body from this process's copy while top.lua says it is current (the board,
+        the names and the attempts unchanged), else read and rendered anew; None when the
+        tournament's configuration changed (read it again)."""
+        key = (view.conf.game, view.conf.slug, view.conf.version, view.period.index, view.status, args["n"])
+        held = standings.top_cache.peek(key)
+        call = (apis.TOP.script, *standings.top_call(view, args["n"], held.version if held else ""))
+        version, [reply] = await self.together([call], version_key)
+        if version != view.conf.version:
+            return None
+        try:
+            top_version, entries = standings.top_parse(view, reply)
+        except CountersNotFilled:
+            raise Fallback from None  # Django fills them
+        cached = held if entries is None else Cached(version=top_version, value=entries)
+        if cached is None:
+            raise Fallback
+        if cached.body is None:
+            cached.body = render(op.render(apis.TOP.present(view, args, cached.value)))
+            standings.top_cache.put(key, cached)
+        return cached.body

@@ -22,7 +22,8 @@ from django.db import transaction
 
 import boards
 from boards.codec import ScoreCodec
-from boards.keys import distinct_key, epoch_micros, names_key
+from boards.keys import distinct_key, epoch_micros, names_key, names_version_key, version_key
+from boards.selectors import VersionedCache
 from common.redis import boards_client, lua_path, lua_script
 
 from . import keys
@@ -212,12 +213,25 @@ def _entries(view: StandingView, flat: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def top_call(view: StandingView, n: int) -> Call:
-    return view.keys(), [n, view.codec.time_span, view.conf.tie_rule]
+def top_call(view: StandingView, n: int, held: str = "") -> Call:
+    """The top's call; `held`: the version of the copy the caller holds ("" for none)."""
+    game, board = view.conf.game, keys.board_key(view.conf.game, view.conf.slug, view.period.index)
+    script_keys = [*view.keys(), version_key(board), names_version_key(game)]
+    return script_keys, [n, view.codec.time_span, view.conf.tie_rule, held]
 
 
-def top_parse(view: StandingView, reply: Any) -> list[dict[str, Any]]:
-    return _entries(view, _loaded(reply)[1:])
+def top_parse(view: StandingView, reply: Any) -> tuple[str, list[dict[str, Any]] | None]:
+    """(version, entries), entries None when the caller's copy is current."""
+    found = _loaded(reply)
+    if len(found) == 1:
+        return str(found[0]), None
+    return str(found[0]), _entries(view, found[2:])
+
+
+# The fast entrance's copies of tournament tops (competitions/fastpath.py), each at the version
+# top.lua gave it, keyed by what else the answer holds: the tournament's configuration version
+# (rewards), the period, its status by the clock, n.
+top_cache = VersionedCache(maxsize=256)
 
 
 def player_call(view: StandingView, player_id: str) -> Call:

@@ -9,7 +9,8 @@
 --          the database, then calls again); else one code per result:
 --          1 counted, 2 counted and entered by it (a first result without join_required),
 --          3 not_entered, 4 full, 5 no_attempts_left.
--- Every check comes before the writes of the same result; a result's writes are two commands.
+-- Every check comes before the writes of the same result; a result's writes are two commands. A
+-- call that counted anything bumps the hash's field '#v' (its version: top.lua reads it).
 
 if redis.call('SISMEMBER', KEYS[1], '') == 0 or redis.call('HEXISTS', KEYS[2], '') == 0 then
   return 'load'
@@ -19,6 +20,7 @@ local max_attempts = tonumber(ARGV[2])
 local join_required = ARGV[3] == '1'
 local entrants = redis.call('SCARD', KEYS[1]) - 1
 local codes = {}
+local changed = false
 for i = 5, #ARGV do
   local player = ARGV[i]
   local code
@@ -42,6 +44,10 @@ for i = 5, #ARGV do
     end
   end
   codes[#codes + 1] = code
+  if code <= 2 then changed = true end
+end
+if changed then
+  redis.call('HINCRBY', KEYS[2], '#v', 1)  -- the attempts' version (competitions/lua/top.lua)
 end
 redis.call('EXPIREAT', KEYS[1], ARGV[4])
 redis.call('EXPIREAT', KEYS[2], ARGV[4])

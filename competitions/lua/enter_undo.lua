@@ -14,4 +14,7 @@ for i = 1, #ARGV, 2 do
   end
   n = n + 1
 end
+if n > 0 and redis.call('HEXISTS', KEYS[2], '') == 1 then
+  redis.call('HINCRBY', KEYS[2], '#v', 1)  -- the attempts' version (competitions/lua/top.lua)
+end
 return n

@@ -5,6 +5,10 @@
 -- "filled" mark ("") has lost its data (or never had any), and a read of it answers 'load': its
 -- caller fills them from the database and reads again (the fast entrance hands the request to
 -- Django, which does).
+-- The attempts hash's field counting its changes (enter.lua, enter_undo.lua): not a player id
+-- (ids never hold '#'), read by top.lua as part of its version.
+local ATTEMPTS_VERSION = '#v'
+
 local function counters_filled(attempts, entrants)
   return redis.call('HEXISTS', attempts, '') == 1 and redis.call('SISMEMBER', entrants, '') == 1
 end

@@ -11,9 +11,10 @@ from django.utils import timezone
 from common.operations import FAST_ANSWERS
 from common.redis import boards_client
 from common.testing import asgi_request
-from competitions import keys
+from competitions import keys, standings
 from competitions.fastpath import ROUTER, FastStandings
 from competitions.services import entrant_join
+from scoring.players import player_update
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tests.test_tournament_results import cup
 
@@ -191,3 +192,26 @@ def test_the_fast_entrance_hands_on_what_it_cannot_decide_and_follows_a_changed_
     answered = same(f"{BASE}/top").json()  # the new version: read again by the fast entrance
     assert {e["player_id"]: e["reward"] for e in answered["entries"]}["zed"] == {"gems": 2}
     assert same("/api/v1/games/arena/tournaments/nope/top", fast=False).status_code == 404
+
+
+def test_the_fast_top_is_served_from_its_copy_until_the_board_the_attempts_or_a_name_change(
+    django_capture_on_commit_callbacks,
+):
+    game = seeded().game
+    key = make_key(game)
+    asgi_request(DJANGO, f"{BASE}/top")  # the tournament's copy for the fast entrance
+    standings.top_cache.clear()
+    first = same(f"{BASE}/top").json()
+    [held] = standings.top_cache.values()
+    assert same(f"{BASE}/top").json() == first
+    assert standings.top_cache.values() == [held]  # nothing changed: the same copy, not read again
+
+    # A counted result that does not beat maya's best: only her attempts change.
+    submit_direct(game, key, match_body([{"player_id": "maya", "points": 1}], tournaments=["cup"]), now=timezone.now())
+    drain()
+    attempts = {e["player_id"]: e["attempts"] for e in same(f"{BASE}/top").json()["entries"]}
+    assert attempts["maya"] == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        player_update(game=game, player_id="zed", display_name="Zorro")
+    names = {e["player_id"]: e["display_name"] for e in same(f"{BASE}/top").json()["entries"]}
+    assert names["zed"] == "Zorro"
