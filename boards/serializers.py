@@ -92,3 +92,34 @@ class BucketSerializer(serializers.Serializer):
 class DistributionSerializer(serializers.Serializer):
     buckets = BucketSerializer(many=True)
     total = serializers.IntegerField()
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class NumberField(serializers.Field):
+    """A JSON number as given: an integer stays an integer (a percent cutoff may be a decimal)."""
+
+    def to_representation(self, value: int | float) -> int | float:
+        return value
+
+
+class TierSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    cutoff = NumberField(allow_null=True, help_text="Null on the last tier (it takes everyone else).")
+
+
+class TiersSerializer(serializers.Serializer):
+    by = serializers.CharField(help_text="`score`, `rank` or `percent`.")
+    tiers = TierSerializer(many=True, help_text="Best first.")
+
+
+class TierStandingSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    cutoff = NumberField(allow_null=True)
+    players = serializers.IntegerField(help_text="Ranked players in the tier now.")
+    min_score = serializers.IntegerField(allow_null=True, help_text="Null for an empty tier.")
+    max_score = serializers.IntegerField(allow_null=True)
+
+
+class TierStandingsSerializer(serializers.Serializer):
+    by = serializers.CharField()
+    tiers = TierStandingSerializer(many=True)

@@ -15,11 +15,13 @@ from django.utils import timezone
 
 from common.db import insert_rows, rows_by_keys
 from common.redis import client, lua_path, lua_script
+from seasons.catalog import catalog_publish_on_commit
 from seasons.models import Game, Season
 
 from . import keys, writer
 from .models import Friendship, Player, SeasonRegion
 from .selectors import season_regions_of
+from .tiers import Tiers
 
 REGIONS_ADD_SCRIPT = lua_path(__file__, "regions_add.lua")
 
@@ -225,3 +227,18 @@ def season_region_set(*, season: Season, player_id: str, region: str) -> str | N
         row.save(update_fields=["region"])
     season_regions_note(season=season, regions=[region])
     return old
+
+
+def board_tiers_set(*, game: Game, board: str, tiers: Tiers | None) -> None:
+    """Set (or with None remove) a board kind's tiers: the game's row under its lock, then its
+    catalog published again after the commit, so every read shows them from its next request."""
+    with transaction.atomic():
+        locked = Game.objects.select_for_update().get(pk=game.pk)
+        configured = dict(locked.tiers or {})
+        if tiers is None:
+            configured.pop(board, None)
+        else:
+            configured[board] = tiers.document()
+        locked.tiers = configured
+        locked.save(update_fields=["tiers"])
+        catalog_publish_on_commit(slug=locked.slug)

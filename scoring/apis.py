@@ -16,8 +16,10 @@ from rest_framework.response import Response
 from anticheat.signed import PARSE_ERROR, signed, signed_key, verified_json
 from boards.kinds import BOARD_NAMES
 from boards.models import Player
-from boards.params import BOARD_ERRORS, BOARD_QUERY, NOT_RANKED, not_ranked, resolve
-from boards.services import friendship_add, friendship_remove
+from boards.params import BOARD_ERRORS, BOARD_PARAM, BOARD_QUERY, NOT_RANKED, UNKNOWN_BOARD, not_ranked, resolve
+from boards.serializers import TiersSerializer
+from boards.services import board_tiers_set, friendship_add, friendship_remove
+from boards.tiers import BadTiers, tiers_parse
 from common.api_errors import NOT_FOUND, Problem
 from common.formats import PLAYER_ID_RE
 from common.openapi import FRIEND_PARAM, GAME_PARAM, MATCH_PARAM, PLAYER_PARAM
@@ -124,6 +126,28 @@ def player_remove(request: Request, args: Args) -> None:
     key = signed_key(request, args["game"])
     _player_or_404(args["player_id"])
     player_delete(game=key.game, player_id=args["player_id"])
+
+
+def _board_kind(board: str) -> str:
+    if board not in BOARD_NAMES:
+        raise UNKNOWN_BOARD(f"No board {board!r}; boards: {', '.join(BOARD_NAMES)}.")
+    return board
+
+
+def tiers_put(request: Request, args: Args) -> dict[str, Any]:
+    key, data = verified_json(request, args["game"])
+    board = _board_kind(args["board"])
+    try:
+        tiers = tiers_parse(data, ascending=key.game.ascending)
+    except BadTiers as exc:
+        raise INVALID(str(exc)) from exc
+    board_tiers_set(game=key.game, board=board, tiers=tiers)
+    return tiers.document()
+
+
+def tiers_remove(request: Request, args: Args) -> None:
+    key = signed_key(request, args["game"])
+    board_tiers_set(game=key.game, board=_board_kind(args["board"]), tiers=None)
 
 
 def player_rank(request: Request, args: Args) -> Any:
@@ -277,6 +301,33 @@ OPERATIONS: list[Operation] = [
         description="Ends a friendship (idempotent).",
         path_params=_FRIEND_PATH,
         status=204,
+    ),
+    signed(
+        id="board_tiers_put",
+        method="PUT",
+        path="games/{game}/boards/{board}/tiers",
+        route="board-tiers",
+        call=tiers_put,
+        description=(
+            "Set a board kind's tiers (every region and period of it): `by` score, rank or percent; the tiers "
+            "best first, each but the last with a cutoff, strictly looser down the list. Every entry and player "
+            "answer of the board then carries its `tier`."
+        ),
+        path_params=(GAME_PARAM, BOARD_PARAM),
+        request=TiersSerializer,
+        answer=TiersSerializer,
+        errors=(*BODY_ERRORS, UNKNOWN_BOARD),
+    ),
+    signed(
+        id="board_tiers_delete",
+        method="DELETE",
+        path="games/{game}/boards/{board}/tiers",
+        route="board-tiers",
+        call=tiers_remove,
+        description="Remove a board kind's tiers (idempotent): its answers carry no `tier` again.",
+        path_params=(GAME_PARAM, BOARD_PARAM),
+        status=204,
+        errors=(UNKNOWN_BOARD,),
     ),
     signed(
         id="events_feed",

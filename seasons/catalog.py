@@ -59,6 +59,7 @@ def catalog_document(*, slug: str) -> dict[str, Any] | None:
             "ascending": game.ascending,
             "dimensions": list(game.dimensions or []),
             "board_shards": game.board_shards,
+            "tiers": game.tiers or {},
         },
         "seasons": [
             {
@@ -71,6 +72,7 @@ def catalog_document(*, slug: str) -> dict[str, Any] | None:
                 "board_shards": s.board_shards,
                 "frozen_at": _time(s.frozen_at),
                 "archived_at": _time(s.archived_at),
+                "frozen_tiers": s.frozen_tiers,
             }
             for s in seasons
         ],
@@ -90,6 +92,7 @@ def catalog_parse(*, version: str, document: dict[str, Any]) -> Catalog:
         ascending=g["ascending"],
         dimensions=g["dimensions"],
         board_shards=g.get("board_shards", 1),
+        tiers=g.get("tiers") or {},
     )
     seasons = []
     for s in document["seasons"]:
@@ -103,6 +106,7 @@ def catalog_parse(*, version: str, document: dict[str, Any]) -> Catalog:
             board_shards=s.get("board_shards", 1),
             frozen_at=_parse_time(s["frozen_at"]),
             archived_at=_parse_time(s["archived_at"]),
+            frozen_tiers=s.get("frozen_tiers"),
         )
         season.game = game
         seasons.append(season)

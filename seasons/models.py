@@ -49,6 +49,12 @@ class Game(models.Model):
         help_text="Split every board of the game by player across this many sorted sets (1: one per board). "
         "A change applies from the next season: a live board is never resharded.",
     )
+    tiers = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Tier badges per board kind (the signed PUT .../boards/{board}/tiers writes it): {"all": {"by": '
+        '"percent", "tiers": [{"name": "diamond", "cutoff": 1}, ..., {"name": "bronze"}]}}.',
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -85,6 +91,9 @@ class Season(models.Model):
         default=1, validators=[MinValueValidator(1), MaxValueValidator(MAX_BOARD_SHARDS)]
     )
     frozen_at = models.DateTimeField(null=True, blank=True)
+    frozen_tiers = models.JSONField(
+        null=True, blank=True, help_text="The game's tiers when the season froze: its frozen reads show these."
+    )
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

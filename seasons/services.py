@@ -134,7 +134,8 @@ def season_mark_frozen(*, season: Season, now: datetime) -> None:
     """Record the freeze; call in the transaction that stored the standings, holding the season's
     row lock (`seasons.selectors.season_lock`), and publish the catalog after it commits."""
     season.frozen_at = now
-    season.save(update_fields=["frozen_at"])
+    season.frozen_tiers = Game.objects.filter(pk=season.game_id).values_list("tiers", flat=True)[0] or {}
+    season.save(update_fields=["frozen_at", "frozen_tiers"])
 
 
 def season_mark_archived(*, season_id: int, now: datetime) -> bool:
