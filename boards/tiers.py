@@ -77,10 +77,10 @@ def _number(raw: Any, by: str, index: int) -> Any:
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise BadTiers(f"tiers[{index}].cutoff must be a number.")
     if by == "percent":
-        value = Fraction(str(raw))
-        if not 0 < value <= 100:
+        share = Fraction(str(raw))
+        if not 0 < share <= 100:
             raise BadTiers(f"tiers[{index}].cutoff must be a percent above 0 and at most 100.")
-        return value
+        return share
     if isinstance(raw, float) and not raw.is_integer():
         raise BadTiers(f"tiers[{index}].cutoff must be an integer.")
     value = int(raw)
