@@ -89,32 +89,60 @@ def _compile_object(serializer: serializers.Serializer[Any]) -> Render:
     attrs = [list(field.source_attrs) for field in fields]
     if not fields or any(len(a) != 1 or not a[0].isidentifier() for a in attrs):
         return general
-    namespace: dict[str, Any] = {"general": general}
-    from_dict, from_object, values = [], [], []
+    namespace: dict[str, Any] = {"general": general, "MISSING": _MISSING}
+    from_dict, from_object, values, optional = [], [], [], []
     for i, (field, [attr]) in enumerate(zip(fields, attrs, strict=True)):
         namespace[f"c{i}"] = _compile(field)
-        from_dict.append(f"            v{i} = o[{attr!r}]")
-        from_object.append(f"            v{i} = o.{attr}")
-        values.append(f"{str(field.field_name)!r}: None if v{i} is None else c{i}(v{i})")
+        name = str(field.field_name)
+        if _left_out_when_missing(field):  # e.g. an entry's `tier`, only on boards with tiers
+            optional.append((i, attr, name))
+            continue
+        from_dict.append(f"v{i} = o[{attr!r}]")
+        from_object.append(f"v{i} = o.{attr}")
+        values.append(f"{name!r}: None if v{i} is None else c{i}(v{i})")
+
+    def left_out_unless_present(get: str) -> list[str]:
+        lines = []
+        for i, attr, name in optional:
+            lines.append(f"v{i} = {get.format(attr=repr(attr))}")
+            lines.append(f"if v{i} is not MISSING: d[{name!r}] = None if v{i} is None else c{i}(v{i})")
+        return lines
+
+    def indented(lines: list[str], depth: int) -> list[str]:
+        return [" " * (4 * depth) + line for line in lines or ["pass"]]
+
     code = "\n".join(
         [
             "def render(o):",
             "    if type(o) is dict:",
             "        try:",
-            *from_dict,
+            *indented(from_dict, 3),
             "        except KeyError:",
             "            return general(o)",
-            "    else:",
-            "        try:",
-            *from_object,
-            "        except AttributeError:",
-            "            return general(o)",
-            "    return {" + ", ".join(values) + "}",
+            "        d = {" + ", ".join(values) + "}",
+            *indented(left_out_unless_present("o.get({attr}, MISSING)"), 2),
+            "        return d",
+            "    try:",
+            *indented(from_object, 2),
+            "    except AttributeError:",
+            "        return general(o)",
+            "    d = {" + ", ".join(values) + "}",
+            *indented(left_out_unless_present("getattr(o, {attr}, MISSING)"), 1),
+            "    return d",
         ]
     )
     exec(code, namespace)  # the fields' names and sources are the serializer's, not request data
     render: Render = namespace["render"]
     return render
+
+
+_MISSING = object()
+
+
+def _left_out_when_missing(field: serializers.Field[Any, Any, Any, Any]) -> bool:
+    """A field DRF leaves out of the answer when its source is absent (not required, no default,
+    not nullable)."""
+    return not field.required and field.default is empty and not field.allow_null
 
 
 def _compile_general(fields: list[serializers.Field[Any, Any, Any, Any]]) -> Render:

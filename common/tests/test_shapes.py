@@ -83,3 +83,31 @@ def test_a_compiled_shape_renders_what_drf_renders(instance):
 def test_a_required_source_that_is_absent_fails_as_in_drf():
     with pytest.raises(KeyError):
         shape_of(Entry)({"rank": 1, "player_id": "amy", "display_name": None})
+
+
+class Tiered(serializers.Serializer):
+    rank = serializers.IntegerField()
+    score = serializers.IntegerField()
+    tier = serializers.CharField(required=False)
+
+
+@dataclass
+class TieredRow:
+    rank: int
+    score: int
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        {"rank": 1, "score": 5},
+        {"rank": 1, "score": 5, "tier": "gold"},
+        {"rank": 1, "score": 5, "tier": None},
+        TieredRow(1, 5),
+    ],
+)
+def test_a_field_left_out_when_absent_stays_on_the_compiled_path(instance):
+    """An optional field (an entry's `tier` on boards with tiers) is left out when absent and
+    rendered when present, as DRF does, without falling back to the general renderer."""
+    assert shape_of(Tiered)(instance) == Tiered(instance).data
+    assert list(shape_of(Tiered)(instance)) == list(Tiered(instance).data)
