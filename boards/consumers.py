@@ -1,4 +1,5 @@
-"""The live board: a WebSocket that joins its board's group and relays pushes, at most one a second.
+"""The live board: a WebSocket that joins its board's group and relays pushes, at most one a second
+(the pacing, `PacedTopConsumer`, is a tournament's live board's too: competitions/consumers.py).
 
 Without `period=` a connection follows the game's current board of its kind and region: it joins
 the kind's follow group, which the publisher (boards/events.py) sends the current season's and
@@ -36,60 +37,25 @@ CONNECTIONS = Gauge(
 )
 
 
-class BoardTopConsumer(AsyncWebsocketConsumer):
-    """`/ws/games/{game}/boards/{board}/?region=global[&period=...]`: the top 10 at once, then on
-    change, at most once a second."""
+class PacedTopConsumer(AsyncWebsocketConsumer):
+    """A live top 10's connection, paced (the module docstring): what a board's and a tournament's
+    (competitions/consumers.py) connections share. A subclass's `connect` joins `group`, accepts,
+    counts itself (`connected`) and offers the first message; the publisher's pushes (events.py)
+    arrive as `board.top` messages."""
 
-    board_args: tuple[str, str, str, str | None]  # game, board, region, period (None: follow)
     group: str | None = None
     counted: Any = None  # the gauge this connection counts in, once accepted
-    following = False  # no period asked for: the current season's and period's board
-    period: str | None = None  # the period of the board shown (following: never goes back)
+    following = False  # no period asked for: the current one's board
+    period: Any = None  # the period of the board shown (following: never goes back)
     held: str | None = None  # the newest message not sent yet
     sent: str | None = None  # the last message sent
     not_before = 0.0  # the event loop's time before which nothing more is sent
     sender: asyncio.Task[None] | None = None
     roller: asyncio.Task[None] | None = None
 
-    async def connect(self) -> None:
-        kwargs = self.scope["url_route"]["kwargs"]
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.board_args = (
-            kwargs["game"],
-            kwargs["board"],
-            (query.get("region") or ["global"])[0],
-            (query.get("period") or [None])[0],
-        )
-        first = await database_sync_to_async(self._snapshot)()
-        if first is None:
-            await self.close(code=4404)
-            return
-        view, text = first
-        self.following = self.board_args[3] is None
-        self.period = view.period
-        self.group = (
-            events.follow_group(view.game.slug, view.board, view.region)
-            if self.following
-            else events.group_name(view.ref.key)
-        )
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
-        self.counted = CONNECTIONS.labels(kwargs["game"])  # a known game: _snapshot found it
+    def connected(self, game: str) -> None:
+        self.counted = CONNECTIONS.labels(game)
         self.counted.inc()
-        self._offer(text)
-        if self.following and KINDS[view.board].periodic:
-            self.roller = asyncio.ensure_future(self._follow_periods())
-
-    def _snapshot(self) -> tuple[selectors.BoardView, str] | None:
-        game, board, region, period = self.board_args
-        try:
-            view = selectors.board_view(
-                slug=game, board=board, region=region, season=None, period=period, now=events.live_now()
-            )
-        except (selectors.UnknownGame, selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
-            return None
-        entries = selectors.board_top(view=view, n=events.LIVE_TOP_N)
-        return view, events.top_text(events.top_message(view, entries))
 
     async def disconnect(self, code: int) -> None:
         for task in (self.sender, self.roller):
@@ -119,7 +85,7 @@ class BoardTopConsumer(AsyncWebsocketConsumer):
         (a late push of yesterday's board after its own move to today)."""
         period = event["period"]
         if self.following and period is not None and self.period is not None:
-            if period < self.period:  # labels of one kind sort as their periods do
+            if period < self.period:  # labels of one kind, and indexes, sort as their periods do
                 return
             self.period = period
         self._offer(event["text"])
@@ -150,6 +116,53 @@ class BoardTopConsumer(AsyncWebsocketConsumer):
                 self.not_before = loop.time() + events.MIN_INTERVAL_S
         finally:
             self.sender = None
+
+
+class BoardTopConsumer(PacedTopConsumer):
+    """`/ws/games/{game}/boards/{board}/?region=global[&period=...]`: the top 10 at once, then on
+    change, at most once a second."""
+
+    board_args: tuple[str, str, str, str | None]  # game, board, region, period (None: follow)
+    period: str | None = None
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.board_args = (
+            kwargs["game"],
+            kwargs["board"],
+            (query.get("region") or ["global"])[0],
+            (query.get("period") or [None])[0],
+        )
+        first = await database_sync_to_async(self._snapshot)()
+        if first is None:
+            await self.close(code=4404)
+            return
+        view, text = first
+        self.following = self.board_args[3] is None
+        self.period = view.period
+        self.group = (
+            events.follow_group(view.game.slug, view.board, view.region)
+            if self.following
+            else events.group_name(view.ref.key)
+        )
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        self.connected(kwargs["game"])  # a known game: _snapshot found it
+        self._offer(text)
+        if self.following and KINDS[view.board].periodic:
+            self.roller = asyncio.ensure_future(self._follow_periods())
+
+    def _snapshot(self) -> tuple[selectors.BoardView, str] | None:
+        game, board, region, period = self.board_args
+        try:
+            view = selectors.board_view(
+                slug=game, board=board, region=region, season=None, period=period, now=events.live_now()
+            )
+        except (selectors.UnknownGame, selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery):
+            return None
+        entries = selectors.board_top(view=view, n=events.LIVE_TOP_N)
+        return view, events.top_text(events.top_message(view, entries))
 
     async def _follow_periods(self) -> None:
         """A follower of a periodic board: when its period ends, the new period's top 10 (usually

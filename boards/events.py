@@ -9,6 +9,10 @@ current period), the group of the connections that follow the current board of t
 region. So every tick carries the newest top 10 of a busy board to the web processes, one group
 message per group and process, never one per score event or per connection.
 
+Boards of the apps above this one (a tournament period's board, competitions/live.py) go into the
+same set; the app registers a `PushSource` that knows their keys and makes their pushes, and a
+source that fails costs its own boards' pushes that tick, not the season boards'.
+
 The "at most once a second" a client sees is kept by each connection (boards/consumers.py): it
 sends the newest message it holds once a second has passed since its last one (the top 10 on
 connect counts), and drops the ones in between. The publisher's own claim (`CLAIM_MS`) only keeps
@@ -20,9 +24,10 @@ most one message per changed board and group; clients resync from REST.
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from typing import Any
@@ -38,6 +43,8 @@ from . import keys
 from .keys import BoardRef
 from .kinds import KINDS, NO_PERIOD, BoardKind
 from .selectors import BoardView, board_top
+
+logger = logging.getLogger(__name__)
 
 LIVE_TOP_N = 10
 MIN_INTERVAL_S = 1.0  # a connection's pushes: at most one a second (boards/consumers.py)
@@ -85,17 +92,36 @@ def next_period_start(kind: BoardKind, label: str) -> datetime:
 
 @dataclass(frozen=True)
 class Push:
+    """One board's top 10 to send: its text, the groups it goes to, and the period it shows (a
+    following connection takes no board of a period before the one it shows)."""
+
     key: str
-    view: BoardView
-    current: bool  # the game's current board of its kind: its followers get it too
     text: str
+    groups: tuple[str, ...]
+    period: str | int | None
 
     def sends(self) -> list[tuple[str, dict[str, Any]]]:
-        event = {"type": "board.top", "text": self.text, "period": self.view.period}
-        groups = [group_name(self.key)]
-        if self.current:
-            groups.append(follow_group(self.view.game.slug, self.view.board, self.view.region))
-        return [(group, event) for group in groups]
+        event = {"type": "board.top", "text": self.text, "period": self.period}
+        return [(group, event) for group in self.groups]
+
+
+@dataclass(frozen=True)
+class PushSource:
+    """Boards of an app above this one (competitions: tournament period boards) that the board
+    writer marks as changed like the season boards: `owns(key)` says which keys of the changed
+    set are its own, `pushes(keys, now)` gives their pushes. Set from the app's AppConfig.ready
+    (this app cannot import the apps above it)."""
+
+    owns: Callable[[str], bool]
+    pushes: Callable[[list[str], datetime], list[Push]]
+
+
+_sources: list[PushSource] = []
+
+
+def push_source_add(source: PushSource) -> None:
+    if source not in _sources:
+        _sources.append(source)
 
 
 def publish_live(*, now: datetime | None = None) -> int:
@@ -109,7 +135,7 @@ def publish_live(*, now: datetime | None = None) -> int:
     dirty = [str(k) for k in redis.spop(keys.dirty_key(), DIRTY_PER_TICK) or []]
     if not dirty:
         return 0
-    pushes = _pushes(_claimed(dirty), now or live_now())
+    pushes = _pushes_of(_claimed(dirty), now or live_now())
     changed = _changed(pushes)
     layer = get_channel_layer()
     if changed and layer is not None:
@@ -136,6 +162,28 @@ def _claimed(dirty: list[str]) -> list[str]:
     return claimed
 
 
+def _pushes_of(claimed: list[str], now: datetime) -> list[Push]:
+    """The pushes of the claimed boards: the season boards' here, the others' by their source. A
+    source that fails loses its own boards' pushes for this tick, not the season boards'."""
+    theirs: dict[int, list[str]] = {}
+    ours: list[str] = []
+    for key in claimed:
+        owner = next((i for i, source in enumerate(_sources) if source.owns(key)), None)
+        if owner is not None:
+            theirs.setdefault(owner, []).append(key)
+        elif keys.is_season_board_key(key):
+            ours.append(key)
+        else:
+            logger.warning("live: no publisher knows the changed board %s", key)
+    pushes = _pushes(ours, now)
+    for owner, owned in theirs.items():
+        try:
+            pushes += _sources[owner].pushes(owned, now)
+        except Exception:
+            logger.exception("live: the pushes of %d boards failed", len(owned))
+    return pushes
+
+
 def _pushes(claimed: Iterable[str], now: datetime) -> list[Push]:
     """Each claimed live board's top 10, and whether it is its game's current board of its kind
     (the season current now, and for periodic kinds the period holding now)."""
@@ -158,7 +206,10 @@ def _pushes(claimed: Iterable[str], now: datetime) -> list[Push]:
             period is None or period == KINDS[ref.board].period_of(now)
         )
         text = top_text(top_message(view, board_top(view=view, n=LIVE_TOP_N, cached=False)))
-        pushes.append(Push(key=key, view=view, current=current, text=text))
+        groups = [group_name(key)]
+        if current:
+            groups.append(follow_group(view.game.slug, view.board, view.region))
+        pushes.append(Push(key=key, text=text, groups=tuple(groups), period=period))
     return pushes
 
 

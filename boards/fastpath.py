@@ -80,6 +80,7 @@ ROUTER = Router(
     ),
 )
 TOGETHER = lua_path(__file__, "together.lua")
+GET_SCRIPT = lua_path(__file__, "get.lua")
 ONE_READ = lua_path(__file__, "one_read.lua")
 Call = tuple[str, list[str], list[Any]]  # a read script's path (libraries joined), its KEYS and ARGV
 
@@ -338,10 +339,13 @@ class FastReads:
     async def page_read(self, view: BoardView, player: str | None, version_key: str) -> tuple[Any, pages.PageData]:
         """(the catalog's version, the page's data), read in one call (lua/together.lua)."""
         held = selectors.top_cache.peek((view.ref.key, pages.TOP_N))
+        links = pages.game_links()
         calls: list[Call] = [
             (selectors.TOP_SCRIPT, *selectors.top_call(view, pages.TOP_N, held.version if held else "")),
             (selectors.REGIONS_SCRIPT, [keys.regions_key(view.game.slug, view.season.id)], []),
         ]
+        if links is not None:
+            calls.append((GET_SCRIPT, [links.key(view.game.slug)], []))
         if player:
             calls.append((selectors.PLAYER_SCRIPT, *selectors.player_call(view, player)))
             calls.append((selectors.AROUND_SCRIPT, *selectors.around_call(view, player, 5)))
@@ -353,8 +357,16 @@ class FastReads:
             selectors.top_cache.put((view.ref.key, pages.TOP_N), top)
         if not replies[1]:
             raise Fallback  # the regions set is not built (or expired): Django builds it
+        links_html = links.html(replies.pop(2), timezone.now()) if links is not None else ""
+        if links_html is None:
+            raise Fallback  # the links' document is not there: Django writes it
         page = pages.PageData(
-            view=view, regions=selectors.regions_listed(replies[1]), entries=top.value, top=top, player=player
+            view=view,
+            regions=selectors.regions_listed(replies[1]),
+            entries=top.value,
+            top=top,
+            player=player,
+            links=links_html,
         )
         if player:
             me = selectors.player_parse(view, player, replies[2])

@@ -27,7 +27,9 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:unreflected-mark                              the last ledger id whose marker the reconciliation compared
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
                                                      event's tag (dedup_tag: which event, not just which id)
-    lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work
+    lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work (the
+                                                     changed boards: season boards and other apps'
+                                                     boards, tournament periods among them)
 Boards: `all` and `best` have period `-`; `daily` has `2026-10-13`, `weekly` `2026-W42`,
 `monthly` `2026-10` (boards/kinds.py).
 
@@ -157,6 +159,11 @@ def version_key(board_key: str) -> str:
 def is_board_key(key: str) -> bool:
     """A live board (not a companion, a version, nor a rebuild's staged or swapped-out copy)."""
     return not key.endswith((":d", ":v", REBUILD_SUFFIX, OLD_SUFFIX, REBUILD_SUFFIX + ":d"))
+
+
+def is_season_board_key(key: str) -> bool:
+    """A season board's key (`lb:b:...`), not another app's board (a tournament period's)."""
+    return key.startswith(f"{key_prefix()}:b:")
 
 
 def board_pattern(game: str) -> str:

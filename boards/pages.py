@@ -8,6 +8,8 @@ entrances (views.game_board for Django, fastpath.py's page for the fast entrance
   (selectors.top_cache), and the page's JSON of those entries.
 - Per request, with `?player=`: the player's standing, the players around them and their friends
   (small; rendered by the functions below, no template), and the player's id into the chrome.
+- Per request, the links other apps put on the page (`GameLinks`: the game's tournaments), from a
+  document in Redis read with the rest.
 
 So a page whose pieces are all kept costs no template rendering, and a new result shows on the
 next request (the top 100 is read at the board's current version every time). The row markup is
@@ -19,12 +21,16 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
 import orjson
+import redis
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
+
+from common.redis import client
 
 from . import selectors
 from .kinds import KINDS
@@ -33,7 +39,7 @@ from .selectors import BoardView, Cached, Entry, Standing
 # Stand-ins for the player's id in a kept chrome: one in HTML text and attributes, one in links.
 HTML_PLAYER = "lb-player-in-text-8d1f"
 URL_PLAYER = "lb-player-in-link-8d1f"
-_PARTS = ("me", "rows", "empty_hidden", "around", "friends", "page_json")
+_PARTS = ("links", "me", "rows", "empty_hidden", "around", "friends", "page_json")
 _MARK = "\x00lb-part:{}\x00"
 TOP_N = 100  # the page's board: the top 100
 
@@ -52,6 +58,50 @@ class PageData:
     me: Standing | None = None
     around: list[Entry] | None = None
     friends: list[Entry] | None = None
+    links: str = ""  # the links other apps put on the page (GameLinks), HTML
+
+
+@dataclass(frozen=True)
+class GameLinks:
+    """Links an app above this one puts on a game's page (competitions: its active and upcoming
+    tournaments), this app being unable to import it; set from that app's AppConfig.ready.
+
+    They come from one document per game in Redis (on REDIS_URL), which both entrances read with
+    the page's other pieces: `key(game)` its key, `html(document, now)` the links' HTML from it
+    (the document is None when Redis has none: the fast entrance then hands the page to Django,
+    whose `fill(game)` writes it from the database and returns it)."""
+
+    key: Callable[[str], str]
+    html: Callable[[str | None, datetime], str | None]
+    fill: Callable[[str], str]
+
+
+_game_links: GameLinks | None = None
+
+
+def game_links_set(links: GameLinks) -> None:
+    global _game_links
+    _game_links = links
+
+
+def game_links() -> GameLinks | None:
+    return _game_links
+
+
+def links_html(game: str, now: datetime) -> str:
+    """The game's links (Django's side): its document read, written from the database when Redis
+    has none. Redis unreachable: no links (the board itself will say so)."""
+    links = _game_links
+    if links is None:
+        return ""
+    try:
+        document = client().get(links.key(game))
+        found = links.html(str(document) if document is not None else None, now)
+        if found is None:
+            found = links.html(links.fill(game), now)
+    except redis.RedisError:
+        return ""
+    return found or ""
 
 
 _NEEDS_ESCAPE = re.compile(r"[&<>\"']").search
@@ -68,6 +118,7 @@ def page_html(page: PageData) -> bytes:
     chrome = _chrome(page.view, page.regions, bool(page.player))
     player = page.player or ""
     parts = {
+        "links": page.links,
         "me": _me_html(page),
         "rows": _top_rows(page),
         "empty_hidden": " hidden" if page.entries else "",

@@ -53,6 +53,7 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
         entries=top.value if top is not None else selectors.board_top(view=view, n=pages.TOP_N),
         top=top,
         player=player,
+        links=pages.links_html(game, now),
     )
     if player:
         me = selectors.board_player(view=view, player_id=player)

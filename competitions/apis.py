@@ -160,6 +160,17 @@ def standing_view(conf: TournamentConf, index: int | None, now: datetime, status
     return StandingView(conf=conf, period=period, status=status(period))
 
 
+def standing_value(tournament: Tournament, view: StandingView, read: StandingRead, args: Args) -> Any:
+    """What `read` gives for the period `view` resolved: from the frozen standings in PostgreSQL
+    once the period is final (finals.py), else from its board in Redis."""
+    final = period_final_get(tournament=tournament, index=view.period.index) if view.final else None
+    if final is not None:
+        return read.final(tournament, final, view, args)
+    return standings.standing_select(
+        tournament, view, read.script, read.call(view, args), lambda reply: read.parse(view, args, reply)
+    )
+
+
 def standing_operation(
     *, id: str, route: str, tail: str, read: StandingRead, answer: Any, description: str
 ) -> Operation:
@@ -171,13 +182,7 @@ def standing_operation(
         now = timezone.now()
         conf = standings.conf_current(tournament)
         view = standing_view(conf, args["period"], now, lambda period: period_status(tournament, period, now))
-        final = period_final_get(tournament=tournament, index=view.period.index) if view.final else None
-        if final is not None:
-            value = read.final(tournament, final, view, args)
-        else:
-            value = standings.standing_select(
-                tournament, view, read.script, read.call(view, args), lambda reply: read.parse(view, args, reply)
-            )
+        value = standing_value(tournament, view, read, args)
         if value is None and read.missing is not None:
             raise read.missing(args)
         return read.present(view, args, value)

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_save
+from django.db.models.signals import post_delete, post_save
 
 
 class CompetitionsConfig(AppConfig):
@@ -7,8 +7,21 @@ class CompetitionsConfig(AppConfig):
     verbose_name = "Tournaments"
 
     def ready(self) -> None:
+        from boards.events import push_source_add
+        from boards.pages import game_links_set
+
+        from .links import GAME_LINKS, links_refresh_on_change
+        from .live import PUSHES, live_refresh_on_save
         from .models import Tournament
         from .standings import conf_publish_on_save
 
         # The fast entrance's copy of a tournament follows every save of its row.
         post_save.connect(conf_publish_on_save, sender=Tournament, dispatch_uid="tournament_conf_publish")
+        # The live publisher (boards/events.py) pushes the changed period boards too; a save (an
+        # `end`, a new window) counts as a change of the current period's board.
+        push_source_add(PUSHES)
+        post_save.connect(live_refresh_on_save, sender=Tournament, dispatch_uid="tournament_live_refresh")
+        # The game's page links its tournaments (boards/pages.py), from a document each change rewrites.
+        game_links_set(GAME_LINKS)
+        post_save.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_save")
+        post_delete.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_delete")

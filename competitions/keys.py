@@ -15,6 +15,11 @@ board and counters together, on one Redis or on a cluster:
     lb:tc:{game}:{tournament}:{tag}             the fast entrance's copy of the tournament (a JSON
                                                 document: competitions/standings.py), and `:v:{tag}`
                                                 its version; tagged `{game.t.tournament}`
+    lb:tl:{game}                                the game page's tournaments (a JSON document of
+                                                their windows and titles: links.py), expiring; on
+                                                REDIS_URL, beside the game's catalog
+The board writer marks a period's board as changed in the live publisher's set (boards/keys.py
+`lb:dirty`) by its key; `board_key_parse` reads the key back.
 The period keys expire a while after the period's grace ends (TOURNAMENT_KEYS_TTL_AFTER_FINAL_S); a final
 period is read from PostgreSQL.
 """
@@ -45,6 +50,18 @@ def board_key(game: str, tournament: str, period: int) -> str:
     return f"{_base(game, tournament, period)}:b:{period_tag(game, tournament, period)}"
 
 
+def board_key_parse(key: str) -> tuple[str, str, int] | None:
+    """(game, tournament, period) of a period's board key; None for any other key."""
+    head = f"{key_prefix()}:t:"
+    if not key.startswith(head):
+        return None
+    parts = key[len(head) :].split(":")
+    if len(parts) != 5 or parts[3] != "b" or not (parts[2].isascii() and parts[2].isdigit()):
+        return None
+    game, tournament, period = parts[0], parts[1], int(parts[2])
+    return (game, tournament, period) if key == board_key(game, tournament, period) else None
+
+
 def period_pattern(game: str, tournament: str) -> str:
     """Every key of every period of a tournament (SCAN)."""
     return f"{key_prefix()}:t:{game}:{tournament}:*"
@@ -57,3 +74,8 @@ def conf_key(game: str, tournament: str) -> str:
 
 def conf_version_key(game: str, tournament: str) -> str:
     return f"{key_prefix()}:tc:{game}:{tournament}:v:{{{game}.t.{tournament}}}"
+
+
+def links_key(game: str) -> str:
+    """The game page's tournaments (links.py)."""
+    return f"{key_prefix()}:tl:{game}"

@@ -21,16 +21,17 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from boards.fastpath import FastReads  # noqa: E402
-from boards.routing import websocket_urlpatterns  # noqa: E402
+from boards.routing import websocket_urlpatterns as board_sockets  # noqa: E402
 from common.observability import Observed  # noqa: E402
 from competitions.fastpath import FastStandings  # noqa: E402
+from competitions.routing import websocket_urlpatterns as tournament_sockets  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": Observed(FastReads(FastStandings(FastSingles(DjangoAdmission(django_asgi_app))))),
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        "websocket": AllowedHostsOriginValidator(URLRouter([*board_sockets, *tournament_sockets])),
     }
 )
 

@@ -21,4 +21,5 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("", include("boards.page_urls")),
+    path("", include("competitions.page_urls")),
 ]

@@ -1,0 +1,74 @@
+"""A tournament's live board: `/ws/games/{game}/tournaments/{tournament_id}/[?period=K]`, the
+period's top 10 at once, then on change, at most once a second (the pacing is the boards':
+boards/consumers.py `PacedTopConsumer`; the pushes come from live.py).
+
+Without `period=` a connection follows the tournament's current period (the one its reads default
+to): it joins the tournament's follow group, and when the next period starts it sends that
+period's top 10 itself. With `period=` it stays on that period. Either also looks again by itself
+when its period's status changes by the clock (live.py `next_look`), so a client sees `active`
+turn to `grace`, and `final` once the standings are frozen.
+"""
+
+import asyncio
+import logging
+from datetime import datetime
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+
+from boards import events
+from boards.consumers import PacedTopConsumer
+from common.operations import digits_only
+
+from .live import Snapshot, follow_group, live_snapshot, period_group
+
+logger = logging.getLogger(__name__)
+
+
+class TournamentTopConsumer(PacedTopConsumer):
+    tournament_args: tuple[str, str, int | None]  # game, tournament, period (None: follow)
+    period: int | None = None
+
+    async def connect(self) -> None:
+        kwargs = self.scope["url_route"]["kwargs"]
+        asked = (parse_qs(self.scope.get("query_string", b"").decode()).get("period") or [None])[0]
+        if asked is not None and not (digits_only(asked) and len(asked) <= 9):
+            await self.close(code=4404)
+            return
+        game, slug = kwargs["game"], kwargs["tournament_id"]
+        self.tournament_args = (game, slug, int(asked) if asked is not None else None)
+        first = await database_sync_to_async(self._snapshot)()
+        if first is None:
+            await self.close(code=4404)
+            return
+        self.following = asked is None
+        self.period = first.index
+        self.group = follow_group(game, slug) if self.following else period_group(game, slug, first.index)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        self.connected(game)
+        self._offer(first.text)
+        self.roller = asyncio.ensure_future(self._look_again(first.next_look))
+
+    def _snapshot(self) -> Snapshot | None:
+        game, slug, index = self.tournament_args
+        return live_snapshot(game=game, slug=slug, index=index, now=events.live_now())
+
+    async def _look_again(self, at: datetime | None) -> None:
+        """At each moment the board shown changes by the clock (live.py `next_look`): its top 10
+        read again and sent (unless equal to the last sent); a follower moves on to a new period."""
+        while at is not None:
+            await asyncio.sleep(max(0.05, (at - events.live_now()).total_seconds()))
+            try:
+                found = await database_sync_to_async(self._snapshot)()
+            except Exception:  # Redis or the database unreachable, say: the next try in a few seconds
+                logger.warning("live: %s not read again; trying again", self.tournament_args, exc_info=True)
+                await asyncio.sleep(5)
+                continue
+            if found is None:  # the tournament went away: nothing to follow
+                return
+            assert self.period is not None
+            if found.index >= self.period:
+                self.period = found.index
+                self._offer(found.text)
+            at = found.next_look
