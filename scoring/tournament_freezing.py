@@ -24,11 +24,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, Q
+from redis import RedisError
 
 from boards.codec import ScoreCodec
 from boards.models import Player
 from boards.ranking import Ranker
+from boards.writer import boards_touched
 from common.formats import iso
+from competitions import keys
 from competitions.boards import period_time_bits
 from competitions.entry import COUNTED
 from competitions.finals import FinalRow, final_rewards, period_final_get, period_final_store, tournament_lock
@@ -105,6 +108,10 @@ def tournament_period_freeze(*, tournament_id: int, index: int, now: datetime) -
         entrants = TournamentEntrant.objects.filter(tournament=tournament, period=index).count()
         final = period_final_store(tournament=tournament, period=period, entrants=entrants, rows=rows, now=now)
         events_publish(game=tournament.game, type=TOURNAMENT_PERIOD_FINAL, data=_event(tournament, final), now=now)
+    try:  # the live connections of the period learn it is final at the publisher's next tick
+        boards_touched([keys.board_key(tournament.game.slug, tournament.slug, index)])
+    except RedisError:
+        logger.warning("tournament %s period %d final, its live connections not told (Redis)", tournament, index)
     logger.info("tournament %s period %d final: %d players, %d entrants", tournament, index, len(rows), entrants)
     return True
 

@@ -21,6 +21,7 @@ from competitions.routing import websocket_urlpatterns as tournament_sockets
 from scoring.models import ScoreEvent
 from scoring.moderation import results_revoke
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
+from scoring.tournament_freezing import tournament_period_freeze
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
@@ -216,5 +217,28 @@ def test_an_unknown_game_tournament_or_period_is_refused():
             assert (connected, code) == (False, 4404), path
             await socket.disconnect()
         await sync_to_async(connections.close_all)()
+
+    asyncio.run(scenario())
+
+
+def test_a_freeze_pushes_the_final_standings_to_the_periods_connections():
+    game = make_game()
+    key = make_key(game)
+    start = timezone.now().replace(microsecond=0) - timedelta(minutes=5)
+    cup(game, starts_at=start, ends_at=None, duration_s=120, grace_s=30, rewards=REWARDS)
+    play(game, key, "maya", 10, played_at=start + timedelta(seconds=5), now=start + timedelta(seconds=6))
+
+    async def scenario() -> None:
+        socket, first = await opened(PATH)
+        assert (first["period"]["status"], players(first)) == ("grace", ["maya"])  # its grace is over, not frozen yet
+        await asyncio.sleep(1.05)  # past the connection's one push a second
+        frozen = await sync_to_async(tournament_period_freeze)(
+            tournament_id=await sync_to_async(lambda: Tournament.objects.get().pk)(), index=1, now=timezone.now()
+        )
+        assert frozen
+        await sync_to_async(publish_live)()
+        pushed = await socket.receive_json_from(timeout=3)
+        assert (pushed["period"]["status"], players(pushed)) == ("final", ["maya"])
+        await closed(socket)
 
     asyncio.run(scenario())
