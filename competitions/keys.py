@@ -12,6 +12,9 @@ board and counters together, on one Redis or on a cluster:
     lb:t:{game}:{tournament}:{period}:b:{tag}   the period's board (a sorted set, encoded scores;
                                                 `:d` its distinct points, `:v` its version, as
                                                 boards/keys.py names them for every board)
+    lb:t:{game}:{tournament}:{period}:n:{tag}   never written: on a cluster, the read scripts' names hash
+                                                (the game's lies in another slot; the names are read
+                                                after the script)
     lb:tc:{game}:{tournament}:{tag}             the fast entrance's copy of the tournament (a JSON
                                                 document: competitions/standings.py), and `:v:{tag}`
                                                 its version; tagged `{game.t.tournament}`
@@ -43,6 +46,10 @@ def attempts_key(game: str, tournament: str, period: int) -> str:
 
 def board_key(game: str, tournament: str, period: int) -> str:
     return f"{_base(game, tournament, period)}:b:{period_tag(game, tournament, period)}"
+
+
+def names_elsewhere_key(game: str, tournament: str, period: int) -> str:
+    return f"{_base(game, tournament, period)}:n:{period_tag(game, tournament, period)}"
 
 
 def period_pattern(game: str, tournament: str) -> str:

@@ -2,6 +2,8 @@
 -- each player's counted attempts. Needs ranking_lib.lua and standing_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- KEYS[4] the period's attempts (a hash)   KEYS[5] its entrants (a set)
+-- KEYS[6] the game's hidden and deleted players (a set; on a cluster the period slot's copy):
+--         unread here (hidden players are off the board)
 -- ARGV[1] n   ARGV[2] span = 2^time_bits   ARGV[3] tie rule
 -- Returns 'load' when the counters are not filled, else
 --         {total, member, points, rank, name, attempts, member, ...}.
