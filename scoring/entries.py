@@ -23,6 +23,7 @@ from common.db import copy_rows
 from common.redis import boards_client
 from competitions.boards import period_board
 from competitions.entry import COUNTED, NOT_COUNTED, Entry, entrants_record, entries_decide, entries_undo
+from competitions.live import periods_live
 from competitions.models import Tournament
 from competitions.periods import Period, period_number
 from competitions.scores import CountedResult, incremental, period_score
@@ -195,6 +196,30 @@ def _rewrite_retrying(tournament: Tournament, period: Period, player_ids: list[s
             return
         time.sleep(0.2)
     raise GamePaused(tournament.game.slug)
+
+
+def tournament_player_correct(*, game: Game, player_id: str, now: datetime) -> int:
+    """A player hidden, shown again or deleted: their score on each board of the game's periods not
+    final that they have counted results in, rewritten from the ledger (off the board while hidden
+    or deleted, so out of every rank; back when shown). Final periods are read from PostgreSQL.
+    Raises GamePaused while a rebuild swaps the game's keys. Returns the number changed."""
+    live = {(t.pk, period.index): (t, period) for t, period in periods_live(game_id=game.pk, now=now)}
+    if not live:
+        return 0
+    counted = {
+        (tournament_id, index or 0)
+        for tournament_id, index in TournamentResult.objects.filter(
+            tournament__game=game, player_id=player_id, verdict=COUNTED, period__isnull=False
+        ).values_list("tournament_id", "period")
+    }
+    changed = 0
+    for found in sorted(counted & set(live)):
+        tournament, period = live[found]
+        written = period_players_rewrite(tournament=tournament, period=period, player_ids=[player_id])
+        if written is None:
+            raise GamePaused(game.slug)
+        changed += written
+    return changed
 
 
 def tournament_results_withdrawn(*, event_ids: list[int], now: datetime) -> None:

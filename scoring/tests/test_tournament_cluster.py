@@ -20,6 +20,7 @@ from competitions.models import TournamentEntrant
 from competitions.services import entrant_join
 from scoring.models import ScoreEvent
 from scoring.moderation import results_revoke
+from scoring.players import player_delete, player_update
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tests.test_tournament_results import attempts, board_points, cup, verdicts
 
@@ -137,3 +138,22 @@ def test_rewritten_boards_and_a_revocation_on_a_cluster(cluster_boards, scoring,
     drain()
     assert board_points(game, tournament) == {"maya": 10, "leo": 7}
     assert attempts(game, "cup", "maya") == 1  # the attempt given back
+
+
+def test_a_hidden_or_deleted_player_leaves_the_period_board_on_a_cluster(cluster_boards, client):
+    game = make_game()
+    key = make_key(game)
+    tournament = cup(game, max_attempts=3)
+    play(game, key, [("maya", 10), ("leo", 20), ("ana", 30)], ["cup"])
+    drain()
+    player_update(game=game, player_id="ana", hidden=True)
+    play(game, key, [("ana", 40)], ["cup"])
+    drain()
+    assert board_points(game, tournament) == {"maya": 10, "leo": 20}
+    base = f"/api/v1/games/{game.slug}/tournaments/cup"
+    assert client.get(f"{base}/players/leo").json()["rank"] == 1
+    assert client.get(f"{base}/players/ana").status_code == 404
+    player_delete(game=game, player_id="leo")
+    assert board_points(game, tournament) == {"maya": 10}
+    player_update(game=game, player_id="ana", hidden=False)
+    assert board_points(game, tournament) == {"maya": 10, "ana": 40}
