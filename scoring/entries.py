@@ -126,19 +126,50 @@ def competition_rewrites(work: CompetitionWork) -> set[int]:
     return paused
 
 
-def _counted_results(tournament: Tournament, period: int, player_ids: list[str]) -> dict[str, list[CountedResult]]:
-    """Each player's counted results in the period whose results are still accepted."""
+def _counted_results(
+    tournament: Tournament, period: int, player_ids: list[str] | None
+) -> dict[str, list[CountedResult]]:
+    """Each player's counted results in the period whose results are still accepted (None: every
+    player's)."""
     rows = TournamentResult.objects.filter(
-        tournament=tournament,
-        period=period,
-        player_id__in=player_ids,
-        verdict=COUNTED,
-        event__status=EventStatus.ACCEPTED,
-    ).values_list("player_id", "event_id", "event__points", "event__played_at", "event__accepted_at")
+        tournament=tournament, period=period, verdict=COUNTED, event__status=EventStatus.ACCEPTED
+    )
+    if player_ids is not None:
+        rows = rows.filter(player_id__in=player_ids)
     found: dict[str, list[CountedResult]] = defaultdict(list)
-    for player_id, event_id, points, played_at, accepted_at in rows:
+    for player_id, event_id, points, played_at, accepted_at in rows.values_list(
+        "player_id", "event_id", "event__points", "event__played_at", "event__accepted_at"
+    ):
         found[player_id].append(CountedResult(event_id, points, played_at, accepted_at))
     return found
+
+
+def period_scores(
+    *, tournament: Tournament, period: Period, player_ids: list[str] | None
+) -> tuple[dict[str, int | None], dict[str, list[CountedResult]]]:
+    """What the ledger says of these players on the period's board (None: every player with a
+    counted result): each one's encoded score (None: off the board, with no counted result still
+    accepted, or hidden or deleted), and the counted results it holds."""
+    board = period_board(tournament=tournament, period=period)
+    results = _counted_results(tournament, period.index, player_ids)
+    players = list(results) if player_ids is None else player_ids
+    unseen = set(
+        Player.objects.filter(game_id=tournament.game_id, player_id__in=players)
+        .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+        .values_list("player_id", flat=True)
+    )
+    scores = {
+        player_id: None
+        if player_id in unseen
+        else period_score(
+            tournament=tournament,
+            starts_at=board.starts_at,
+            time_bits=board.time_bits,
+            results=results.get(player_id, []),
+        )
+        for player_id in players
+    }
+    return scores, results
 
 
 def _period_lock(tournament: Tournament, period: int, player_ids: list[str]) -> None:
@@ -162,23 +193,7 @@ def period_players_rewrite(
     board = period_board(tournament=tournament, period=period)
     with transaction.atomic():
         _period_lock(tournament, period.index, player_ids)
-        results = _counted_results(tournament, period.index, player_ids)
-        unseen = set(
-            Player.objects.filter(game_id=tournament.game_id, player_id__in=player_ids)
-            .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
-            .values_list("player_id", flat=True)
-        )
-        scores = {
-            player_id: None
-            if player_id in unseen
-            else period_score(
-                tournament=tournament,
-                starts_at=board.starts_at,
-                time_bits=board.time_bits,
-                results=results.get(player_id, []),
-            )
-            for player_id in player_ids
-        }
+        scores, results = period_scores(tournament=tournament, period=period, player_ids=player_ids)
         included = {p: [(r.event_id, r.accepted_at) for r in found] for p, found in results.items()}
         return competition_scores_write(
             board=board,
