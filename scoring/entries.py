@@ -22,6 +22,7 @@ from boards.writer import CompetitionBoard, EventRow, GamePaused, competition_sc
 from common.db import copy_rows
 from common.redis import boards_client
 from competitions.boards import period_board
+from competitions.counters import counters_fill
 from competitions.entry import COUNTED, NOT_COUNTED, Entry, entrants_record, entries_decide, entries_undo
 from competitions.live import periods_live
 from competitions.models import Tournament
@@ -290,20 +291,21 @@ def tournament_boards_rebuild(*, game: Game, now: datetime) -> int:
     """Every board of the game's tournament periods whose grace has not ended, rewritten from the
     ledger: each player with a counted result there, and each player on the board, gets the score
     of their counted results still accepted (results not applied yet included, their markers set).
-    Called by the rebuild inside its pause (nothing is applied meanwhile), after the swap that took
-    the unapplied results out of the outbox. Returns the number of players whose score changed."""
-    counted = TournamentResult.objects.filter(tournament__game=game, verdict=COUNTED, period__isnull=False)
-    players: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for tournament_id, index, player_id in counted.values_list("tournament_id", "period", "player_id"):
-        players[(tournament_id, index or 0)].add(player_id)
-    tournaments = {t.pk: t for t in Tournament.objects.filter(game=game).select_related("game")}
+    The periods' counters (entrants, attempts) are filled from the database when Redis lost them
+    (`counters_fill`: nothing is written to counters still filled). Called by the rebuild inside its
+    pause (nothing is applied meanwhile), after the swap that took the unapplied results out of the
+    outbox. Returns the number of players whose score changed."""
     changed = 0
-    for (tournament_id, index), found in sorted(players.items()):
-        tournament = tournaments[tournament_id]
-        period = period_number(schedule_of(tournament), index)
-        if period is None or period.closes_at <= now:
-            continue  # a final period never changes
+    for tournament, period in periods_live(game_id=game.pk, now=now):
+        found = set(
+            TournamentResult.objects.filter(tournament=tournament, period=period.index, verdict=COUNTED).values_list(
+                "player_id", flat=True
+            )
+        )
         on_board = boards_client().zrange(period_board(tournament=tournament, period=period).key, 0, -1)
         ids = sorted(found | {str(member) for member in on_board})
-        changed += period_players_rewrite(tournament=tournament, period=period, player_ids=ids, pause_held=True) or 0
+        if ids:
+            written = period_players_rewrite(tournament=tournament, period=period, player_ids=ids, pause_held=True)
+            changed += written or 0
+        counters_fill(tournament=tournament, period=period)
     return changed
