@@ -9,6 +9,8 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from seasons.models import Game
+
 from . import keys
 from .models import Tournament
 from .periods import Period, periods_open
@@ -32,9 +34,7 @@ def periods_live(*, game_id: int, now: datetime) -> list[tuple[Tournament, Perio
 
 def period_tags_live(game: str) -> list[str]:
     """The slot tags of the game's live periods (boards/slots.py's source of whole slots)."""
-    found = []
-    tournaments = Tournament.objects.filter(game__slug=game).values_list("game_id", flat=True)[:1]
-    for game_id in tournaments:
-        for tournament, period in periods_live(game_id=game_id, now=timezone.now()):
-            found.append(keys.period_tag(game, tournament.slug, period.index))
-    return found
+    game_id = Game.objects.filter(slug=game).values_list("id", flat=True).first()
+    if game_id is None:
+        return []
+    return [keys.period_tag(game, t.slug, p.index) for t, p in periods_live(game_id=game_id, now=timezone.now())]

@@ -2,8 +2,9 @@
 `max_entrants`, verdicts with exact `max_attempts` for a match whose tournaments' periods lie on
 different nodes (competitions/entry.py decides them per node), the counted results applied to the
 period boards, the boards rewritten from the ledger (`latest`, `sum` with `asc`, a revocation),
-the reads (top, player, around: Django's path), and the counters filled again from the ledger
-after the cluster lost them."""
+the reads (top, player, around: Django's path), the counters filled again from the ledger
+after the cluster lost them, a hidden or deleted player, and a period's board and counters given
+back by the rebuild after FLUSHALL and repaired by the reconciliation."""
 
 from datetime import timedelta
 
@@ -21,6 +22,9 @@ from competitions.services import entrant_join
 from scoring.models import ScoreEvent
 from scoring.moderation import results_revoke
 from scoring.players import player_delete, player_update
+from scoring.rebuild import boards_rebuild
+from scoring.reconcile import boards_reconcile
+from scoring.recovery import boards_recover_if_lost
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tests.test_tournament_results import attempts, board_points, cup, verdicts
 
@@ -157,3 +161,40 @@ def test_a_hidden_or_deleted_player_leaves_the_period_board_on_a_cluster(cluster
     assert board_points(game, tournament) == {"maya": 10}
     player_update(game=game, player_id="ana", hidden=False)
     assert board_points(game, tournament) == {"maya": 10, "ana": 40}
+
+
+def test_rebuild_and_reconciliation_of_a_period_on_a_cluster(cluster_boards):
+    cluster = cluster_boards
+    boards_recover_if_lost()  # the boards marker
+    game = make_game()
+    key = make_key(game)
+    tournament = cup(game, scoring="latest", max_attempts=3, max_entrants=5)
+    play(game, key, [("maya", 10), ("leo", 20)], ["cup"])
+    play(game, key, [("maya", 30), ("ana", 5)], ["cup"])
+    entrant_join(tournament=tournament, player_id="ivy", now=timezone.now())
+    drain()
+    expected = period_state(cluster, game)
+    assert set(expected[0]) == {"maya", "leo", "ana"} and expected[1]["maya"] == "2"
+
+    cluster.flushall(target_nodes=RedisCluster.PRIMARIES)
+    boards_rebuild(game=game)
+    assert period_state(cluster, game) == expected
+    boards_recover_if_lost()  # the marker went with the data: the recovery rebuilds again, the same
+    assert period_state(cluster, game) == expected
+
+    board_key = keys.board_key(game.slug, "cup", 1)
+    cluster.zrem(board_key, "leo")
+    cluster.zadd(board_key, {"ghost": 1})
+    cluster.hset(keys.attempts_key(game.slug, "cup", 1), "maya", 1)
+    cluster.srem(keys.entrants_key(game.slug, "cup", 1), "ivy")
+    report = boards_reconcile(game=game)
+    assert (report.periods, report.drift) == (1, 4), report
+    assert period_state(cluster, game) == expected
+
+
+def period_state(cluster, game):
+    return (
+        dict(cluster.zrange(keys.board_key(game.slug, "cup", 1), 0, -1, withscores=True)),
+        cluster.hgetall(keys.attempts_key(game.slug, "cup", 1)),
+        cluster.smembers(keys.entrants_key(game.slug, "cup", 1)),
+    )
