@@ -10,6 +10,10 @@ writes, atomically, and on a cluster a script's keys must share one slot. The ga
 stay on REDIS_URL (the writer's source, and what the reconciliation and the health check read);
 each slot gets its own copy:
 - the pause flag: set in every live slot while a rebuild swaps keys (`staging.game_paused`);
+Besides the seasons' slots, the slots of other apps' boards that hold every player of a game in one
+slot and live in Redis (a tournament period's, `{game.t.tournament.period}`: competitions names
+them through `whole_slots_source_add`) get the same copies, so their applies pause with the game's
+rebuild and skip its hidden players.
 - hidden players: each slot holds the hidden players of its shard plus HIDDEN_READY, filled from
   the original the first time the writer meets the slot (a new season, or a node that lost its
   data) and kept by every hide and unhide after that. A hide adds to the copies unconditionally,
@@ -18,13 +22,24 @@ each slot gets its own copy:
   results skipped there) until the next rebuild of the game, which writes every copy again.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from common.redis import boards_client, client, on_cluster
 from seasons.models import Season
 
 from . import keys
 from .keys import BoardRef, shard_of
+
+WholeSlots = Callable[[str], Iterable[str]]  # a game's slugs -> the slot tags of its boards held whole
+_whole_sources: list[WholeSlots] = []
+
+
+def whole_slots_source_add(source: WholeSlots) -> None:
+    """Name a source of live slots beyond the seasons': `source(game)` gives the slot tags of boards
+    that hold every player of the game in one slot and still change (an app above sets it when
+    ready). Each gets the pause flag and hidden players' copies, as a season's slot does."""
+    if source not in _whole_sources:
+        _whole_sources.append(source)
 
 
 def live_slots(game: str) -> list[str]:
@@ -49,10 +64,12 @@ class EventSlots:
         return BoardRef(game, season_id, "all").for_player(player_id, shards).slot
 
 
-def hidden_slots_fill(*, game: str, slots: Iterable[str]) -> None:
-    """Fill the per-slot hidden sets among `slots` that the writer has not met yet (no
-    HIDDEN_READY) from the game's original: before an apply writes to them."""
-    wanted = sorted(set(slots))
+def hidden_slots_fill(*, game: str, slots: Iterable[str], whole: Iterable[str] = ()) -> None:
+    """Fill the per-slot hidden sets among `slots` (and `whole`: slots whose board holds every
+    player, a tournament period's) that the writer has not met yet (no HIDDEN_READY) from the game's
+    original: before an apply writes to them."""
+    held_whole = set(whole)
+    wanted = sorted(set(slots) | held_whole)
     if not wanted:
         return
     redis = boards_client()
@@ -65,7 +82,8 @@ def hidden_slots_fill(*, game: str, slots: Iterable[str]) -> None:
     hidden = [str(p) for p in client().smembers(keys.hidden_key(game))]
     live = _live_slot_shards(game)
     for slot in empty:
-        shards, shard = live.get(slot) or _slot_shards(slot)  # a frozen season's late apply: its row
+        found = (1, None) if slot in held_whole else live.get(slot)
+        shards, shard = found or _slot_shards(slot)  # a frozen season's late apply: its row
         members = [p for p in hidden if shards <= 1 or shard_of(p, shards) == shard]
         redis.sadd(keys.hidden_key(game, slot), keys.HIDDEN_READY, *members)
 
@@ -106,6 +124,9 @@ def _live_slot_shards(game: str) -> dict[str, tuple[int, int | None]]:
         ref = BoardRef(game, int(season.id), "all")
         for part in ref.shards(season.board_shards):
             found[part.slot] = (season.board_shards, part.shard)
+    for source in _whole_sources:
+        for slot in source(game):
+            found[slot] = (1, None)
     return found
 
 

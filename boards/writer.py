@@ -153,10 +153,11 @@ def events_apply(
     cluster = isinstance(redis, RedisCluster)
     calls, slots = _script_calls(groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=cluster)
     extra = _competition_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+    whole: dict[str, set[str]] = defaultdict(set)  # a competition board holds every player in its slot
     for board in competitions or {}:
         if cluster:
-            slots[board.game].add(board.tag)
-    replies = _script_calls_run(redis, script, calls + extra, slots)
+            whole[board.game].add(board.tag)
+    replies = _script_calls_run(redis, script, calls + extra, slots, whole, timed=len(calls))
     changed = _replies_count(calls, replies[: len(calls)], report)
     changed |= _competition_replies(extra, replies[len(calls) :], report)
     boards_touched(changed)
@@ -345,21 +346,30 @@ def _group_calls(
 
 
 def _script_calls_run(
-    redis: "Redis | RedisCluster", script: Script, calls: list[_ScriptCall], slots: dict[str, set[str]]
+    redis: "Redis | RedisCluster",
+    script: Script,
+    calls: list[_ScriptCall],
+    slots: dict[str, set[str]],
+    whole: dict[str, set[str]],
+    *,
+    timed: int,
 ) -> list[Any]:
     """The calls' replies, in order: on one Redis every call in one pipeline (one round trip); on a
     cluster each node's calls pipelined (scatter.py), after the pause flag and hidden set are
-    copied into the slots written."""
+    copied into the slots written (`whole`: a competition board's, which holds every player). The
+    first `timed` calls (the season boards') are timed per shard."""
     if isinstance(redis, RedisCluster):
-        for game_slug, game_slots in slots.items():
-            slots_fill(game=game_slug, slots=game_slots)
+        for game_slug in set(slots) | set(whole):
+            slots_fill(game=game_slug, slots=slots.get(game_slug, ()), whole=whole.get(game_slug, ()))
         return scatter(
             redis,
             [(script, call.script_keys, call.args) for call in calls],
             hedge=False,
             fallback=lambda index: script(keys=calls[index].script_keys, args=calls[index].args, client=redis),
             # KEYS[3] is the group's first board (the pause flag and hidden set come first).
-            observe=lambda index, seconds: shard_observe(calls[index].script_keys[2], "apply", seconds),
+            observe=lambda index, seconds: (
+                shard_observe(calls[index].script_keys[2], "apply", seconds) if index < timed else None
+            ),
         )
     pipe = redis.pipeline(transaction=False)
     for call in calls:

@@ -9,10 +9,12 @@ class CompetitionsConfig(AppConfig):
     def ready(self) -> None:
         from boards.events import push_source_add
         from boards.pages import game_links_set
+        from boards.slots import whole_slots_source_add
 
         from .links import GAME_LINKS, links_refresh_on_change
         from .live import PUSHES, live_refresh_on_save
         from .models import Tournament
+        from .open_periods import period_tags_live
         from .standings import conf_publish_on_save
 
         # The fast entrance's copy of a tournament follows every save of its row.
@@ -25,3 +27,5 @@ class CompetitionsConfig(AppConfig):
         game_links_set(GAME_LINKS)
         post_save.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_save")
         post_delete.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_delete")
+        # On a Redis Cluster, the live periods' slots get the game's pause flag and hidden players.
+        whole_slots_source_add(period_tags_live)

@@ -9,18 +9,21 @@ caller has filled it meanwhile), then the decision is made again.
 """
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from django.conf import settings
 
 from common.redis import boards_client, lua_path, lua_script
 
 from . import keys
+from .keys import ATTEMPTS_VERSION, FILLED
 from .models import Tournament, TournamentEntrant
 from .periods import Period
 
 JOIN_SCRIPT = lua_path(__file__, "join.lua")
 FILL_ENTRANTS_SCRIPT = lua_path(__file__, "fill_entrants.lua")
 FILL_ATTEMPTS_SCRIPT = lua_path(__file__, "fill_attempts.lua")
+REPAIR_SCRIPT = lua_path(__file__, "counters_repair.lua")
 FILL_TRIES = 3
 
 AttemptsOf = Callable[[Tournament, int], dict[str, int]]  # the ledger's counted results per player
@@ -93,3 +96,59 @@ def seat_give_back(*, tournament: Tournament, period: Period, player_ids: list[s
 def entrants_count(*, tournament: Tournament, period: int) -> int:
     """Entrants of a period, from the database (what has committed)."""
     return TournamentEntrant.objects.filter(tournament=tournament, period=period).count()
+
+
+class Counters(NamedTuple):
+    """A period's counters as Redis holds them (without the "filled" marks)."""
+
+    filled: bool  # both carry their mark (else the next use fills them from the database)
+    attempts: dict[str, int]
+    entrants: set[str]
+
+
+def counters_read(*, tournament: Tournament, period: Period, player_ids: list[str] | None = None) -> Counters:
+    """The period's counters (of these players only, when given), read in one round trip."""
+    game, slug = tournament.game.slug, tournament.slug
+    entrants_key, attempts_key = (
+        keys.entrants_key(game, slug, period.index),
+        keys.attempts_key(game, slug, period.index),
+    )
+    pipe = boards_client().pipeline(transaction=False)  # one slot: one node
+    pipe.sismember(entrants_key, FILLED)
+    pipe.hexists(attempts_key, FILLED)
+    if player_ids is None:
+        pipe.hgetall(attempts_key)
+        pipe.smembers(entrants_key)
+        marked_in, marked_a, counts, members = pipe.execute()
+    else:
+        pipe.hmget(attempts_key, [FILLED, *player_ids])
+        pipe.smismember(entrants_key, [FILLED, *player_ids])
+        marked_in, marked_a, found, flags = pipe.execute()
+        counts = {p: n for p, n in zip(player_ids, found[1:], strict=True) if n is not None}
+        members = {p for p, flag in zip(player_ids, flags[1:], strict=True) if flag}
+    return Counters(
+        bool(marked_in) and bool(marked_a),
+        {str(p): int(n) for p, n in counts.items() if p not in (FILLED, ATTEMPTS_VERSION) and int(n)},
+        {str(p) for p in members if p != FILLED},
+    )
+
+
+CounterFix = tuple[str, str, int, int]  # "a" (attempts) or "e" (entrant), player, value seen, value wanted
+
+
+def counters_repair(*, tournament: Tournament, period: Period, fixes: list[CounterFix]) -> int:
+    """Write the database's values where the counters were seen apart from it, each only if it
+    still holds the value seen (lua/counters_repair.lua). Returns the number written (-1: a counter
+    is not filled; its next use fills it)."""
+    if not fixes:
+        return 0
+    game, slug = tournament.game.slug, tournament.slug
+    flat: list[str | int] = []
+    for fix in fixes:
+        flat += list(fix)
+    reply = lua_script(REPAIR_SCRIPT)(
+        keys=[keys.entrants_key(game, slug, period.index), keys.attempts_key(game, slug, period.index)],
+        args=flat,
+        client=boards_client(),
+    )
+    return int(reply)

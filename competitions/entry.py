@@ -4,16 +4,24 @@ the submission's answer is sent (docs/api.md, "Counting"), in the contract's ord
 
 The first two are decided here from the clock and the result's status; the rest by one Lua call
 per (tournament, period) (lua/enter.lua), which reads and writes the period's counters in the same
-call, so entrants and attempts are exact under any concurrency. The caller (scoring, which owns
+call, so entrants and attempts are exact under any concurrency. The calls of one submission go in
+one round trip: one pipeline on one Redis; on a Redis Cluster, where each period's keys lie in its
+own slot and redis-py's cluster pipeline refuses scripts, one pipeline per node at once
+(boards/scatter.py). The caller (scoring, which owns
 the ledger) records the verdicts in its transaction and calls the returned undo if that
 transaction fails, giving the counters back.
 """
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
+
+from boards.scatter import scatter
 from common.redis import boards_client, lua_path, lua_script
 
 from . import keys
@@ -89,15 +97,10 @@ def _groups_decide(
 ) -> None:
     """One enter.lua call per group, all pipelined; a group whose counters are not filled is
     filled from the database and called again."""
-    redis = boards_client()
     script = lua_script(ENTER_SCRIPT)
     todo = list(groups)
     for _ in range(FILL_TRIES):
-        pipe = redis.pipeline(transaction=False)
-        for group in todo:
-            script_keys, args = _call(groups[group], periods[group])
-            script(keys=script_keys, args=args, client=pipe)
-        replies = pipe.execute()
+        replies = scripts_run(script, [_call(groups[group], periods[group]) for group in todo])
         again = []
         for group, reply in zip(todo, replies, strict=True):
             if reply in (b"load", "load"):
@@ -123,19 +126,34 @@ def entries_undo(*, entries: list[Entry]) -> None:
             by_group[(entry.tournament.pk, entry.period)].append(entry)
     if not by_group:
         return
-    redis = boards_client()
-    script = lua_script(UNDO_SCRIPT)
-    pipe = redis.pipeline(transaction=False)
+    calls: list[tuple[list[str], list[str | int]]] = []
     for (_, index), group in by_group.items():
         tournament = group[0].tournament
         game, slug = tournament.game.slug, tournament.slug
         flat: list[str | int] = []
         for e in group:
             flat += [e.player_id, int(e.entered)]
-        script(
-            keys=[keys.entrants_key(game, slug, index), keys.attempts_key(game, slug, index)], args=flat, client=pipe
+        calls.append(([keys.entrants_key(game, slug, index), keys.attempts_key(game, slug, index)], flat))
+    scripts_run(lua_script(UNDO_SCRIPT), calls)
+
+
+def scripts_run(script: Script, calls: Sequence[tuple[list[str], Sequence[Any]]]) -> list[Any]:
+    """The replies of `script` run once per call (its KEYS, in one slot, and ARGV), in order, in one
+    round trip: a pipeline on one Redis; on a cluster each node's calls pipelined, the nodes at once
+    (boards/scatter.py, which sends a call that met a redirect or a reload down redis-py's own path)."""
+    redis = boards_client()
+    if isinstance(redis, RedisCluster):
+        return scatter(
+            redis,
+            [(script, script_keys, args) for script_keys, args in calls],
+            hedge=False,
+            fallback=lambda index: script(keys=calls[index][0], args=calls[index][1], client=redis),
+            observe=lambda index, seconds: None,
         )
-    pipe.execute()
+    pipe = redis.pipeline(transaction=False)
+    for script_keys, args in calls:
+        script(keys=script_keys, args=args, client=pipe)
+    return list(pipe.execute())
 
 
 def entrants_record(*, entries: list[Entry], now: datetime) -> None:

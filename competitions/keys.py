@@ -12,6 +12,9 @@ board and counters together, on one Redis or on a cluster:
     lb:t:{game}:{tournament}:{period}:b:{tag}   the period's board (a sorted set, encoded scores;
                                                 `:d` its distinct points, `:v` its version, as
                                                 boards/keys.py names them for every board)
+    lb:t:{game}:{tournament}:{period}:n:{tag}   never written: on a cluster, the read scripts' names hash
+                                                (the game's lies in another slot; the names are read
+                                                after the script)
     lb:tc:{game}:{tournament}:{tag}             the fast entrance's copy of the tournament (a JSON
                                                 document: competitions/standings.py), and `:v:{tag}`
                                                 its version; tagged `{game.t.tournament}`
@@ -27,6 +30,7 @@ period is read from PostgreSQL.
 from common.redis import key_prefix
 
 FILLED = ""  # the member (and field) that marks a counter as filled from the database
+ATTEMPTS_VERSION = "#v"  # the attempts hash's field counting its changes (lua/enter.lua; no player id holds '#')
 
 
 def period_tag(game: str, tournament: str, period: int) -> str:
@@ -60,6 +64,10 @@ def board_key_parse(key: str) -> tuple[str, str, int] | None:
         return None
     game, tournament, period = parts[0], parts[1], int(parts[2])
     return (game, tournament, period) if key == board_key(game, tournament, period) else None
+
+
+def names_elsewhere_key(game: str, tournament: str, period: int) -> str:
+    return f"{_base(game, tournament, period)}:n:{period_tag(game, tournament, period)}"
 
 
 def period_pattern(game: str, tournament: str) -> str:

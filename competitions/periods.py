@@ -235,3 +235,14 @@ def period_to_enter(schedule: Schedule, now: datetime) -> Period | None:
 
 def first_period(schedule: Schedule) -> Period | None:
     return period_number(schedule, 1)
+
+
+def periods_open(schedule: Schedule, now: datetime) -> list[Period]:
+    """The periods that have started and are not final at `now` (active, or in their grace), newest
+    first: the ones whose boards and counters still change."""
+    found: list[Period] = []
+    period = period_last_before(schedule, now)
+    while period is not None and period.closes_at > now:
+        found.append(period)
+        period = period_number(schedule, period.index - 1) if period.index > 1 else None
+    return found

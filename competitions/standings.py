@@ -22,9 +22,10 @@ from django.db import transaction
 
 import boards
 from boards.codec import ScoreCodec
-from boards.keys import distinct_key, epoch_micros, names_key, names_version_key, version_key
+from boards.keys import distinct_key, epoch_micros, hidden_key, names_key, names_version_key, version_key
 from boards.selectors import VersionedCache
-from common.redis import boards_client, lua_path, lua_script
+from boards.slots import hidden_slots_fill
+from common.redis import boards_client, lua_path, lua_script, on_cluster
 
 from . import keys
 from .boards import period_time_bits
@@ -168,15 +169,20 @@ class StandingView:
         return self.codec.shown_points(stored_points, ascending=self.conf.order == Order.ASC)
 
     def keys(self) -> list[str]:
-        """The read scripts' KEYS: the board, its distinct points, the names, attempts, entrants."""
+        """The read scripts' KEYS: the board, its distinct points, the names, attempts, entrants,
+        hidden players. On a Redis Cluster every key lies in the period's slot: the hidden players'
+        copy there (boards/slots.py), and for the names a hash never written (the game's lies in
+        another slot: `standing_select` fills the names in after)."""
         game, slug, index = self.conf.game, self.conf.slug, self.period.index
         board = keys.board_key(game, slug, index)
+        tag = keys.period_tag(game, slug, index) if on_cluster() else ""
         return [
             board,
             distinct_key(board),
-            names_key(game),
+            keys.names_elsewhere_key(game, slug, index) if tag else names_key(game),
             keys.attempts_key(game, slug, index),
             keys.entrants_key(game, slug, index),
+            hidden_key(game, tag),
         ]
 
     def period_json(self) -> dict[str, Any]:
@@ -216,7 +222,11 @@ def _entries(view: StandingView, flat: list[Any]) -> list[dict[str, Any]]:
 def top_call(view: StandingView, n: int, held: str = "") -> Call:
     """The top's call; `held`: the version of the copy the caller holds ("" for none)."""
     game, board = view.conf.game, keys.board_key(view.conf.game, view.conf.slug, view.period.index)
-    script_keys = [*view.keys(), version_key(board), names_version_key(game)]
+    # On a Redis Cluster the names (and their version) lie in another slot: the names are read
+    # after the script there (`standing_select`), and nothing keeps a copy (the fast entrance
+    # hands every cluster read to Django), so the board's version stands in for theirs.
+    names_version = version_key(board) if on_cluster() else names_version_key(game)
+    script_keys = [*view.keys(), version_key(board), names_version]
     return script_keys, [n, view.codec.time_span, view.conf.tie_rule, held]
 
 
@@ -269,14 +279,32 @@ def standing_select(
     tournament: Tournament, view: StandingView, script: str, call: Call, parse: Callable[[Any], Any]
 ) -> Any:
     """Django's side of a read: the script with `call`'s KEYS and ARGV, its reply given to `parse`;
-    counters Redis has lost are filled from the database first (then read again)."""
+    counters Redis has lost are filled from the database first (then read again). On a Redis
+    Cluster, the period slot's copy of the hidden players is filled first when missing, and the
+    display names are read from the game's names hash after the script."""
+    cluster = on_cluster()
+    if cluster:
+        conf = view.conf
+        hidden_slots_fill(game=conf.game, slots=(), whole=[keys.period_tag(conf.game, conf.slug, view.period.index)])
     for _ in range(3):
         reply = lua_script(script)(keys=call[0], args=call[1], client=boards_client())
         try:
-            return parse(reply)
+            value = parse(reply)
         except CountersNotFilled:
             counters_fill(tournament=tournament, period=view.period)
+            continue
+        if cluster:
+            _names_fill(view.conf.game, [value] if isinstance(value, dict) else value or [])
+        return value
     raise CountersNotFilled
+
+
+def _names_fill(game: str, entries: list[dict[str, Any]]) -> None:
+    """The entries' display names, from the game's names hash (on a cluster, outside the period's slot)."""
+    if entries:
+        found = boards_client().hmget(names_key(game), [e["player_id"] for e in entries])
+        for entry, name in zip(entries, found, strict=True):
+            entry["display_name"] = name
 
 
 def conf_publish_on_save(sender: Any, instance: Tournament, **kwargs: Any) -> None:

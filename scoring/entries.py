@@ -22,8 +22,10 @@ from boards.writer import CompetitionBoard, EventRow, GamePaused, competition_sc
 from common.db import copy_rows
 from common.redis import boards_client
 from competitions.boards import period_board
+from competitions.counters import counters_fill
 from competitions.entry import COUNTED, NOT_COUNTED, Entry, entrants_record, entries_decide, entries_undo
 from competitions.models import Tournament
+from competitions.open_periods import periods_live
 from competitions.periods import Period, period_number
 from competitions.scores import CountedResult, incremental, period_score
 from competitions.services import schedule_of
@@ -125,19 +127,50 @@ def competition_rewrites(work: CompetitionWork) -> set[int]:
     return paused
 
 
-def _counted_results(tournament: Tournament, period: int, player_ids: list[str]) -> dict[str, list[CountedResult]]:
-    """Each player's counted results in the period whose results are still accepted."""
+def _counted_results(
+    tournament: Tournament, period: int, player_ids: list[str] | None
+) -> dict[str, list[CountedResult]]:
+    """Each player's counted results in the period whose results are still accepted (None: every
+    player's)."""
     rows = TournamentResult.objects.filter(
-        tournament=tournament,
-        period=period,
-        player_id__in=player_ids,
-        verdict=COUNTED,
-        event__status=EventStatus.ACCEPTED,
-    ).values_list("player_id", "event_id", "event__points", "event__played_at", "event__accepted_at")
+        tournament=tournament, period=period, verdict=COUNTED, event__status=EventStatus.ACCEPTED
+    )
+    if player_ids is not None:
+        rows = rows.filter(player_id__in=player_ids)
     found: dict[str, list[CountedResult]] = defaultdict(list)
-    for player_id, event_id, points, played_at, accepted_at in rows:
+    for player_id, event_id, points, played_at, accepted_at in rows.values_list(
+        "player_id", "event_id", "event__points", "event__played_at", "event__accepted_at"
+    ):
         found[player_id].append(CountedResult(event_id, points, played_at, accepted_at))
     return found
+
+
+def period_scores(
+    *, tournament: Tournament, period: Period, player_ids: list[str] | None
+) -> tuple[dict[str, int | None], dict[str, list[CountedResult]]]:
+    """What the ledger says of these players on the period's board (None: every player with a
+    counted result): each one's encoded score (None: off the board, with no counted result still
+    accepted, or hidden or deleted), and the counted results it holds."""
+    board = period_board(tournament=tournament, period=period)
+    results = _counted_results(tournament, period.index, player_ids)
+    players = list(results) if player_ids is None else player_ids
+    unseen = set(
+        Player.objects.filter(game_id=tournament.game_id, player_id__in=players)
+        .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+        .values_list("player_id", flat=True)
+    )
+    scores = {
+        player_id: None
+        if player_id in unseen
+        else period_score(
+            tournament=tournament,
+            starts_at=board.starts_at,
+            time_bits=board.time_bits,
+            results=results.get(player_id, []),
+        )
+        for player_id in players
+    }
+    return scores, results
 
 
 def _period_lock(tournament: Tournament, period: int, player_ids: list[str]) -> None:
@@ -161,23 +194,7 @@ def period_players_rewrite(
     board = period_board(tournament=tournament, period=period)
     with transaction.atomic():
         _period_lock(tournament, period.index, player_ids)
-        results = _counted_results(tournament, period.index, player_ids)
-        unseen = set(
-            Player.objects.filter(game_id=tournament.game_id, player_id__in=player_ids)
-            .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
-            .values_list("player_id", flat=True)
-        )
-        scores = {
-            player_id: None
-            if player_id in unseen
-            else period_score(
-                tournament=tournament,
-                starts_at=board.starts_at,
-                time_bits=board.time_bits,
-                results=results.get(player_id, []),
-            )
-            for player_id in player_ids
-        }
+        scores, results = period_scores(tournament=tournament, period=period, player_ids=player_ids)
         included = {p: [(r.event_id, r.accepted_at) for r in found] for p, found in results.items()}
         return competition_scores_write(
             board=board,
@@ -195,6 +212,30 @@ def _rewrite_retrying(tournament: Tournament, period: Period, player_ids: list[s
             return
         time.sleep(0.2)
     raise GamePaused(tournament.game.slug)
+
+
+def tournament_player_correct(*, game: Game, player_id: str, now: datetime) -> int:
+    """A player hidden, shown again or deleted: their score on each board of the game's periods not
+    final that they have counted results in, rewritten from the ledger (off the board while hidden
+    or deleted, so out of every rank; back when shown). Final periods are read from PostgreSQL.
+    Raises GamePaused while a rebuild swaps the game's keys. Returns the number changed."""
+    live = {(t.pk, period.index): (t, period) for t, period in periods_live(game_id=game.pk, now=now)}
+    if not live:
+        return 0
+    counted = {
+        (tournament_id, index or 0)
+        for tournament_id, index in TournamentResult.objects.filter(
+            tournament__game=game, player_id=player_id, verdict=COUNTED, period__isnull=False
+        ).values_list("tournament_id", "period")
+    }
+    changed = 0
+    for found in sorted(counted & set(live)):
+        tournament, period = live[found]
+        written = period_players_rewrite(tournament=tournament, period=period, player_ids=[player_id])
+        if written is None:
+            raise GamePaused(game.slug)
+        changed += written
+    return changed
 
 
 def tournament_results_withdrawn(*, event_ids: list[int], now: datetime) -> None:
@@ -250,20 +291,21 @@ def tournament_boards_rebuild(*, game: Game, now: datetime) -> int:
     """Every board of the game's tournament periods whose grace has not ended, rewritten from the
     ledger: each player with a counted result there, and each player on the board, gets the score
     of their counted results still accepted (results not applied yet included, their markers set).
-    Called by the rebuild inside its pause (nothing is applied meanwhile), after the swap that took
-    the unapplied results out of the outbox. Returns the number of players whose score changed."""
-    counted = TournamentResult.objects.filter(tournament__game=game, verdict=COUNTED, period__isnull=False)
-    players: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for tournament_id, index, player_id in counted.values_list("tournament_id", "period", "player_id"):
-        players[(tournament_id, index or 0)].add(player_id)
-    tournaments = {t.pk: t for t in Tournament.objects.filter(game=game).select_related("game")}
+    The periods' counters (entrants, attempts) are filled from the database when Redis lost them
+    (`counters_fill`: nothing is written to counters still filled). Called by the rebuild inside its
+    pause (nothing is applied meanwhile), after the swap that took the unapplied results out of the
+    outbox. Returns the number of players whose score changed."""
     changed = 0
-    for (tournament_id, index), found in sorted(players.items()):
-        tournament = tournaments[tournament_id]
-        period = period_number(schedule_of(tournament), index)
-        if period is None or period.closes_at <= now:
-            continue  # a final period never changes
+    for tournament, period in periods_live(game_id=game.pk, now=now):
+        found = set(
+            TournamentResult.objects.filter(tournament=tournament, period=period.index, verdict=COUNTED).values_list(
+                "player_id", flat=True
+            )
+        )
         on_board = boards_client().zrange(period_board(tournament=tournament, period=period).key, 0, -1)
         ids = sorted(found | {str(member) for member in on_board})
-        changed += period_players_rewrite(tournament=tournament, period=period, player_ids=ids, pause_held=True) or 0
+        if ids:
+            written = period_players_rewrite(tournament=tournament, period=period, player_ids=ids, pause_held=True)
+            changed += written or 0
+        counters_fill(tournament=tournament, period=period)
     return changed

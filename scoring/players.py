@@ -1,7 +1,8 @@
 """Player accounts, the use cases that reach the ledger: hiding, deletion, region moves.
 
 Each changes the profile (boards/services.py), the ledger where it must, and then corrects the
-player's boards from the ledger (corrections.py).
+player's boards from the ledger (corrections.py), the boards of tournament periods not final too
+(entries.py).
 """
 
 import hashlib
@@ -21,6 +22,7 @@ from boards.writer import hidden_add, name_forget
 from seasons.models import Game, Season
 
 from .corrections import player_correct
+from .entries import tournament_player_correct
 from .models import ScoreEvent, SeasonTotal
 
 
@@ -48,6 +50,7 @@ def _index_and_boards(*, game: Game, player: Player, name_changed: bool, flipped
     player_index_sync(game=game, player=player, name_changed=name_changed, hidden_flipped=flipped)
     if flipped:
         player_correct(game=game, player_id=player.player_id)
+        tournament_player_correct(game=game, player_id=player.player_id, now=timezone.now())
 
 
 DELETED_PREFIX = "~deleted~"  # the ledger's rows of a deleted account move to DELETED_PREFIX + a hash
@@ -72,6 +75,7 @@ def player_delete(*, game: Game, player_id: str) -> None:
     with transaction.atomic():
         player_tombstone(game=game, player_id=player_id, now=timezone.now())
         player_correct(game=game, player_id=player_id)  # removes every entry: the ledger excludes them
+        tournament_player_correct(game=game, player_id=player_id, now=timezone.now())
         ScoreEvent.objects.filter(game=game, player_id=player_id).update(player_id=pseudonym)
         # Derived per-player rows (capacity totals, season regions, friendships) are dropped.
         SeasonTotal.objects.filter(season__game=game, player_id=player_id).delete()

@@ -22,6 +22,9 @@ drifted entries are rewritten from the ledger (`corrections.player_boards_rewrit
 per season with the dedup markers, as corrections do). Above REBUILD_ABOVE drifted entries the game
 is rebuilt instead (`boards_rebuild`, live seasons).
 
+The boards and counters of the tournament periods not final are compared too, each period whole
+(reconcile_periods.py), and repaired the same way; they never make the game rebuild.
+
 Only live seasons (not frozen) are compared: a frozen season is read from its standings. A day,
 week or month board near the end of its lifetime (within MARGIN_S, by the ledger's clock or by
 its TTL in Redis) is not compared: Redis may drop it a moment before or after the ledger says.
@@ -55,6 +58,7 @@ from seasons.selectors import seasons_of
 from .corrections import player_boards_rewrite
 from .models import EventStatus, ScoreEvent
 from .rebuild import RebuildBusy, boards_rebuild
+from .reconcile_periods import PeriodsReport, periods_reconcile
 from .selectors import ledger_boards, ledger_entries, ledger_has_extra_boards
 
 logger = logging.getLogger(__name__)
@@ -90,6 +94,8 @@ class ReconcileReport:
     repaired: int = 0  # boards rewritten
     unrepaired: int = 0  # players left for the next run (a rebuild's pause, a concurrent change)
     rebuilt: bool = False  # the game was rebuilt instead
+    periods: int = 0  # tournament periods not final compared (reconcile_periods.py)
+    counters_filled: int = 0  # of those: counters filled from the database (they had lost their data)
     skipped: str = ""  # why nothing was compared
     seconds: float = 0.0
     examples: list[tuple[str, str, int | None, int | None]] = field(default_factory=list)
@@ -148,6 +154,7 @@ def boards_reconcile(
                 report.unrepaired = report.drifted_players
         else:
             _repair(game=game, drift=drift, scan=scan, report=report)
+    _periods_add(report, periods_reconcile(game=game, now=now, repair=repair))
     report.seconds = round(time.monotonic() - clock, 2)
     if repair:
         count(f"reconcile_drift:{game.slug}", report.drift)
@@ -165,6 +172,20 @@ def boards_reconcile(
     else:
         logger.info("reconcile %s: no drift (%d entries compared, %.2f s)", game.slug, report.entries, report.seconds)
     return report
+
+
+def _periods_add(report: ReconcileReport, periods: PeriodsReport) -> None:
+    """The tournament periods' comparison (reconcile_periods.py) counted into the game's report."""
+    report.periods, report.counters_filled = periods.periods, periods.filled
+    report.entries += periods.entries
+    report.candidates += periods.candidates
+    report.pending += periods.pending
+    report.moved += periods.moved
+    report.drift += len(periods.drift)
+    report.drifted_players += len({player for _, player, _, _ in periods.drift})
+    report.repaired += periods.repaired
+    report.unrepaired += periods.unrepaired
+    report.examples += periods.drift[: max(0, EXAMPLES - len(report.examples))]
 
 
 def _busy(game: Game) -> str:

@@ -3,6 +3,8 @@
 -- standing_lib.lua joined in front.
 -- KEYS[1] board   KEYS[2] distinct-points companion (dense)   KEYS[3] display names hash
 -- KEYS[4] the period's attempts (a hash)   KEYS[5] its entrants (a set)
+-- KEYS[6] the game's hidden and deleted players (a set; on a cluster the period slot's copy):
+--         unread here (hidden players are off the board)
 -- ARGV[1] player id   ARGV[2] r   ARGV[3] span = 2^time_bits   ARGV[4] tie rule
 -- Returns 'load' when the counters are not filled, {} when the player is not on the board, else
 --         {total, member, points, rank, name, attempts, ...}.
