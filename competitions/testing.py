@@ -11,6 +11,7 @@ from django.utils import timezone
 from anticheat.models import ServerKey
 from common.formats import iso
 from common.signing import signed_headers
+from competitions.keys import ATTEMPTS_VERSION
 
 
 def signed_call(client: Client, key: ServerKey, method: str, path: str, body: Any = None) -> Any:
@@ -27,3 +28,8 @@ def cup_body(*, starts_at: datetime | None = None, duration_s: int = 3600, **ext
     for name, value in extra.items():
         body[name] = iso(value) if isinstance(value, datetime) else value
     return body
+
+
+def without_version(attempts: dict[str, str]) -> dict[str, str]:
+    """An attempts hash without its version field (it counts changes: a rebuilt hash starts anew)."""
+    return {player: count for player, count in attempts.items() if player != ATTEMPTS_VERSION}

@@ -10,6 +10,7 @@ from common.redis import boards_client
 from competitions import keys
 from competitions.models import TournamentEntrant
 from competitions.services import entrant_join
+from competitions.testing import without_version
 from scoring.entries import attempts_counted
 from scoring.models import ScoreEvent
 from scoring.moderation import results_revoke
@@ -23,7 +24,7 @@ def state(game):
     redis = boards_client()
     return (
         dict(redis.zrange(keys.board_key(game.slug, "cup", 1), 0, -1, withscores=True)),
-        redis.hgetall(keys.attempts_key(game.slug, "cup", 1)),
+        without_version(redis.hgetall(keys.attempts_key(game.slug, "cup", 1))),
         redis.smembers(keys.entrants_key(game.slug, "cup", 1)),
     )
 
