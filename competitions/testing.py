@@ -11,6 +11,7 @@ from django.utils import timezone
 from anticheat.models import ServerKey
 from common.formats import iso
 from common.signing import signed_headers
+from competitions import keys
 from competitions.keys import ATTEMPTS_VERSION
 
 
@@ -33,3 +34,12 @@ def cup_body(*, starts_at: datetime | None = None, duration_s: int = 3600, **ext
 def without_version(attempts: dict[str, str]) -> dict[str, str]:
     """An attempts hash without its version field (it counts changes: a rebuilt hash starts anew)."""
     return {player: count for player, count in attempts.items() if player != ATTEMPTS_VERSION}
+
+
+def period_state(redis: Any, game: str, tournament: str, period: int) -> tuple[Any, Any, Any]:
+    """A period's board, attempts (without the version field) and entrants, as Redis holds them."""
+    return (
+        dict(redis.zrange(keys.board_key(game, tournament, period), 0, -1, withscores=True)),
+        without_version(redis.hgetall(keys.attempts_key(game, tournament, period))),
+        redis.smembers(keys.entrants_key(game, tournament, period)),
+    )

@@ -28,9 +28,10 @@ pytestmark = [
 ]
 
 
-def submit(url: str, key, results: list[dict]) -> None:
+def submit(url: str, key, results: list[dict], **extra) -> None:
+    """A match over signed HTTP (`extra`: more of the match's fields, e.g. its tournaments)."""
     path = f"/api/v1/games/{key.game.slug}/matches/{uuid.uuid4()}/results"
-    body = json.dumps({"played_at": iso(timezone.now()), "duration_s": 600, "results": results}).encode()
+    body = json.dumps({"played_at": iso(timezone.now()), "duration_s": 600, "results": results, **extra}).encode()
     headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=body)
     request = urllib.request.Request(
         url + path, data=body, method="POST", headers={"Content-Type": "application/json", **headers}

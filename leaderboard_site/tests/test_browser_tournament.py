@@ -7,18 +7,16 @@ import json
 import re
 import time
 import urllib.request
-import uuid
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from common.formats import iso
-from common.signing import signed_headers
 from competitions.models import Tournament
 from scoring.testing import make_game, make_key
 
 from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from .test_browser import submit as submit_match
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -29,15 +27,7 @@ pytestmark = [
 
 def submit(url: str, key, results: list[dict]) -> None:
     """A match naming the tournament `cup`, over signed HTTP."""
-    path = f"/api/v1/games/{key.game.slug}/matches/{uuid.uuid4()}/results"
-    body = {"played_at": iso(timezone.now()), "duration_s": 600, "results": results, "tournaments": ["cup"]}
-    raw = json.dumps(body).encode()
-    headers = signed_headers(key_id=key.key_id, secret=key.secret, method="POST", path=path, body=raw)
-    request = urllib.request.Request(
-        url + path, data=raw, method="POST", headers={"Content-Type": "application/json", **headers}
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 202
+    submit_match(url, key, results, tournaments=["cup"])
 
 
 def wait_on_cup(url: str, player: str, timeout: float = 15) -> None:

@@ -7,10 +7,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from common.redis import boards_client
-from competitions import keys
 from competitions.models import TournamentEntrant
 from competitions.services import entrant_join
-from competitions.testing import without_version
+from competitions.testing import period_state
 from scoring.entries import attempts_counted
 from scoring.models import ScoreEvent
 from scoring.moderation import results_revoke
@@ -21,12 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 def state(game):
-    redis = boards_client()
-    return (
-        dict(redis.zrange(keys.board_key(game.slug, "cup", 1), 0, -1, withscores=True)),
-        without_version(redis.hgetall(keys.attempts_key(game.slug, "cup", 1))),
-        redis.smembers(keys.entrants_key(game.slug, "cup", 1)),
-    )
+    return period_state(boards_client(), game.slug, "cup", 1)
 
 
 def play(game, key, results):

@@ -12,7 +12,7 @@ from common.redis import boards_client
 from competitions import keys
 from competitions.boards import period_time_bits
 from competitions.services import entrant_join
-from competitions.testing import without_version
+from competitions.testing import period_state
 from scoring.reconcile import boards_reconcile
 from scoring.recovery import boards_recover_if_lost
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
@@ -35,12 +35,7 @@ def seeded(scoring):
 
 
 def state(game):
-    redis = boards_client()
-    return (
-        dict(redis.zrange(keys.board_key(game.slug, "cup", 1), 0, -1, withscores=True)),
-        without_version(redis.hgetall(keys.attempts_key(game.slug, "cup", 1))),
-        redis.smembers(keys.entrants_key(game.slug, "cup", 1)),
-    )
+    return period_state(boards_client(), game.slug, "cup", 1)
 
 
 @pytest.mark.parametrize("scoring", ["best", "latest"])
