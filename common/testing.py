@@ -1,6 +1,8 @@
 """Shared test fixtures' machinery: the service's real processes (Celery worker and beat, the ASGI
 web server, the webhook dispatcher) started against the test run's own database and Redis, and
-stopped or killed.
+stopped or killed; what the tests of those processes share: waiting with a bound (`wait_for`),
+processes and their children (`alive`, `children`, `sigkill`), the apply queue gone quiet
+(`broker_idle`), and a signed request to a running web server (`signed_http`).
 
 No app is imported: the processes are named by their command lines (`celery -A leaderboard_site`,
 `python -m leaderboard_site.serve`, `manage.py dispatch_events`), as an operator would start them.
@@ -9,6 +11,7 @@ No app is imported: the processes are named by their command lines (`celery -A l
 import asyncio
 import atexit
 import functools
+import http.client
 import json
 import os
 import shutil
@@ -23,7 +26,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from asgiref.sync import async_to_sync
@@ -32,7 +35,12 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, connection
 from django.http import HttpResponse
 
+from common.redis import broker_key
+from common.redis import client as redis_client
+from common.signing import signed_headers
+
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -122,9 +130,7 @@ def start_beat(**env: str) -> subprocess.Popen[bytes]:
     return start_celery(["beat", "-l", "warning", "-s", str(schedule)], **env)
 
 
-def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
-    """The ASGI web server on 127.0.0.1:`port`; returns once /health/live answers (or 30 s).
-    `env` as for `start_celery`."""
+def _launch_web(port: int, **env: str) -> subprocess.Popen[bytes]:
     output = _output("web")
     web = subprocess.Popen(
         [
@@ -144,14 +150,33 @@ def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
     )
     if output is not subprocess.DEVNULL:
         output.close()
-    deadline = time.monotonic() + 30
+    return web
+
+
+def _wait_live(port: int, deadline: float) -> None:
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/health/live", timeout=1)
-            break
+            return
         except OSError:
             time.sleep(0.2)
+
+
+def start_web(port: int, **env: str) -> subprocess.Popen[bytes]:
+    """The ASGI web server on 127.0.0.1:`port`; returns once /health/live answers (or 30 s).
+    `env` as for `start_celery`."""
+    [web] = start_webs([port], **env)
     return web
+
+
+def start_webs(ports: list[int], **env: str) -> list[subprocess.Popen[bytes]]:
+    """A web server on each port, all started at once; returns once each /health/live answers
+    (or 30 s)."""
+    webs = [_launch_web(port, **env) for port in ports]
+    deadline = time.monotonic() + 30
+    for port in ports:
+        _wait_live(port, deadline)
+    return webs
 
 
 def start_dispatcher(**env: str) -> subprocess.Popen[bytes]:
@@ -202,6 +227,83 @@ def run_together(target: Callable[[int], None], threads: int) -> None:
         thread.start()
     for thread in started:
         thread.join()
+
+
+def wait_for(what: str, check: Callable[[], T | None], timeout: float = 30.0, every: float = 0.05) -> T:
+    """Call `check()` until it returns something true, and return that; an AssertionError naming
+    `what` when it has not within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(every)
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def children(pid: int) -> set[int]:
+    """The live child processes of `pid`."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+def sigkill(pid: int) -> float:
+    """SIGKILL one process; returns when (monotonic)."""
+    os.kill(pid, signal.SIGKILL)
+    return time.monotonic()
+
+
+def broker_idle(since: float) -> bool:
+    """Every apply task sent so far has run: none waits in the queue, none delivered since `since`
+    (Unix time) is unacked (the tasks ack late). A task that a SIGKILLed worker had taken stays
+    unacked until the visibility timeout (600 s) gives it back; it cannot run before then, so it
+    does not count. Twice, 0.1 s apart: a message between the two is in neither for an instant."""
+    for _ in range(2):
+        pipe = redis_client().pipeline()
+        pipe.llen(broker_key("scoring"))
+        pipe.zcount(broker_key("unacked_index"), since, "+inf")
+        waiting, unacked = pipe.execute()
+        if waiting or unacked:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def signed_http(
+    port: int, method: str, path: str, body: bytes, *, key_id: str, secret: str, timeout: float = 30.0
+) -> tuple[int, dict[str, str], Any]:
+    """A signed request (a match server's, a studio backend's) to the web server on `port`:
+    (status, headers with lower-case names, the parsed JSON body or None)."""
+    headers = signed_headers(key_id=key_id, secret=secret, method=method, path=path, body=body)
+    headers["Content-Type"] = "application/json"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        answer_headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, answer_headers, json.loads(raw) if raw else None
+    finally:
+        conn.close()
 
 
 def asgi_request(

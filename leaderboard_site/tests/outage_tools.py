@@ -28,7 +28,7 @@ import psycopg
 from django.db import connection
 
 from common.signing import signed_headers
-from common.testing import ROOT, free_port, process_env, start_beat, start_web, start_worker, stop
+from common.testing import ROOT, free_port, process_env, signed_http, start_beat, start_web, start_worker, stop
 from scoring.models import EventStatus, ScoreEvent, UnappliedEvent
 
 PG_BIN = Path(os.environ.get("TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -392,17 +392,7 @@ def post_signed(
     port: int, path: str, body: bytes, *, key_id: str, secret: str, timeout: float = 30.0
 ) -> tuple[int, dict[str, str], object]:
     """A match server's signed POST: (status, headers with lower-case names, parsed JSON body)."""
-    headers = signed_headers(key_id=key_id, secret=secret, method="POST", path=path, body=body)
-    headers["Content-Type"] = "application/json"
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("POST", path, body=body, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-        answer_headers = {name.lower(): value for name, value in response.getheaders()}
-        return response.status, answer_headers, json.loads(raw) if raw else None
-    finally:
-        conn.close()
+    return signed_http(port, "POST", path, body, key_id=key_id, secret=secret, timeout=timeout)
 
 
 def send_matches(

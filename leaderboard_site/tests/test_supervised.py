@@ -17,17 +17,14 @@ import urllib.error
 import urllib.request
 import uuid
 import xmlrpc.client
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from supervisor.xmlrpc import SupervisorTransport
 
-from common.redis import broker_key
-from common.redis import client as redis_client
 from common.signing import signed_headers
-from common.testing import ROOT, free_port, process_env
+from common.testing import ROOT, alive, broker_idle, children, free_port, process_env, sigkill, wait_for
 from scoring.models import ScoreEvent, UnappliedEvent
 from scoring.testing import make_game, make_key, match_body, outbox_restore
 
@@ -35,40 +32,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 RESTART_BOUND_S = 5.0  # the issue's bound: a killed process is back within 5 s
 PROGRAMS = ("web-0", "web-1", "worker", "beat", "events")
-T = TypeVar("T")
-
-
-def wait_for(what: str, check: Callable[[], T | None], timeout: float = 30.0, every: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(every)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.add(int(entry))
-    return found
 
 
 class Stack:
@@ -170,29 +133,10 @@ class Stack:
         return left
 
 
-def sigkill(pid: int) -> float:
-    os.kill(pid, signal.SIGKILL)
-    return time.monotonic()
-
-
 def mark_unapplied(event: ScoreEvent) -> None:
     """As if its apply task were lost: only a task that beat sends (the outbox relay, or the recovery
     of boards that Redis lost) applies it again; no request or apply task of another event does."""
     outbox_restore([event])
-
-
-def broker_idle(since: float) -> bool:
-    """Every task sent so far has run: none waits in the queue, none delivered since `since` (Unix
-    time) is unacked (the tasks ack late). A task that a SIGKILLed worker had taken stays unacked
-    until the visibility timeout (600 s) gives it back; it cannot run before then, so it does not
-    count. Twice, 0.1 s apart: a message between the two is in neither for an instant."""
-    for _ in range(2):
-        pipe = redis_client().pipeline()
-        waiting, unacked = pipe.llen(broker_key("scoring")).zcount(broker_key("unacked_index"), since, "+inf").execute()
-        if waiting or unacked:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def applied_again(event: ScoreEvent) -> bool:
