@@ -27,7 +27,7 @@ from typing import Any
 
 from django.http import HttpResponseBase
 from django.urls import URLPattern, path
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -54,18 +54,26 @@ def digits_only(text: str) -> bool:
 @dataclass(frozen=True)
 class Query:
     """A query parameter: its JSON Schema (the document's) and how a raw value is read. With
-    `bounds`, an integer in [low, high] (else 400 `invalid`); without, the raw text (the selector
-    checks it) or `default` when absent."""
+    `bounds`, an integer in [low, high] (else 400 `invalid`); with `parse`, what it makes of the
+    text (it raises INVALID itself); with neither, the raw text (the selector checks it). Absent:
+    `default`, or 400 `invalid` when `required`."""
 
     name: str
     description: str
     schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
     bounds: tuple[int, int] | None = None
     default: Any = None
+    required: bool = False
+    parse: Callable[[str], Any] | None = None
+    example: Any = None  # a value a request may send (the document shows it; tests send it)
 
     def read(self, raw: str | None) -> Any:
         if raw is None:
+            if self.required:
+                raise INVALID(f"{self.name} is required.")
             return self.default
+        if self.parse is not None:
+            return self.parse(raw)
         if self.bounds is None:
             return raw
         low, high = self.bounds
@@ -74,12 +82,26 @@ class Query:
         return int(raw)
 
     def openapi(self) -> OpenApiParameter:
-        return OpenApiParameter(self.name, dict(self.schema), OpenApiParameter.QUERY, description=self.description)
+        examples = [OpenApiExample("example", value=self.example)] if self.example is not None else []
+        return OpenApiParameter(
+            self.name,
+            dict(self.schema),
+            OpenApiParameter.QUERY,
+            required=self.required,
+            description=self.description,
+            examples=examples,
+        )
 
 
 def integer(name: str, *, low: int, high: int, default: int, description: str) -> Query:
     schema = {"type": "integer", "minimum": low, "maximum": high, "default": default}
     return Query(name, description, schema, bounds=(low, high), default=default)
+
+
+def required_integer(name: str, *, low: int, high: int, example: int, description: str) -> Query:
+    """An integer parameter in [low, high] that a request must give (else 400 `invalid`)."""
+    schema = {"type": "integer", "minimum": low, "maximum": high}
+    return Query(name, description, schema, bounds=(low, high), required=True, example=example)
 
 
 def path_param(name: str, schema: Mapping[str, Any], description: str) -> OpenApiParameter:
