@@ -8,16 +8,7 @@
 --          below, own}: below rank ARGV[4], the players in the equi-depth histogram's buckets wholly
 --          under the player's, and in the player's own bucket (the percentile's error bound);
 --          -1, -1 when the percentile is exact.
-local span = tonumber(ARGV[2])
-local position, score = position_of(KEYS[1], ARGV[1])
-if position == nil then return {} end
-local p = points_of(score, span)
-local rank = rank_of(KEYS[1], KEYS[2], span, ARGV[3], score, position)
-local total = redis.call('ZCARD', KEYS[1])
-local lower = fewer_points(KEYS[1], span, p)
+local found = standing_of(KEYS[1], KEYS[2], tonumber(ARGV[2]), ARGV[3], ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5]))
+if found == nil then return {} end
 local name = redis.call('HGET', KEYS[3], ARGV[1])
-local below, own = -1, -1
-if rank > tonumber(ARGV[4]) then
-  below, own = histogram_bucket(KEYS[1], span, total, tonumber(ARGV[5]), p)
-end
-return {p, rank, total, lower, name, below, own}
+return {found[1], found[2], found[3], found[4], name, found[5], found[6]}

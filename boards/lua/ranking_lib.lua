@@ -194,10 +194,12 @@ end
 -- The bucket of the equi-depth histogram (distribution.lua) that holds points `p`, without
 -- building the histogram: its lows are the points at ascending positions floor(i * total / count),
 -- so the bucket starts at the largest i whose position is below the players with points <= p.
--- Returns the players in buckets wholly below it, and in it.
+-- Returns the players in buckets wholly below it, and in it: 0, 0 when nobody holds p or fewer
+-- points (p is below the lowest bucket: a score asked about, or a shard's part of a rank).
 local function histogram_bucket(key, span, total, buckets, p)
   local count = math.min(buckets, total)
   local at_or_below = redis.call('ZCOUNT', key, '-inf', fmt((p + 1) * span - 1))
+  if at_or_below == 0 then return 0, 0 end
   local i = math.floor((at_or_below * count + total - 1) / total) - 1
   if i > count - 1 then i = count - 1 end
   local low = points_at(key, span, math.floor(i * total / count))
@@ -210,4 +212,40 @@ local function histogram_bucket(key, span, total, buckets, p)
   local below = redis.call('ZCOUNT', key, '-inf', '(' .. fmt(low * span))
   local own = redis.call('ZCOUNT', key, fmt(low * span), fmt((high + 1) * span - 1))
   return below, own
+end
+
+-- A member's standing: {points, rank, total, players with strictly fewer points, below, own}, or
+-- nil when it is not on the board. Below rank `exact` the percentile comes from the equi-depth
+-- histogram: below and own are its buckets wholly under the member's and the member's own
+-- (histogram_bucket); -1, -1 when the percentile is exact.
+local function standing_of(key, companion, span, rule, member, exact, buckets)
+  local position, score = position_of(key, member)
+  if position == nil then return nil end
+  local p = points_of(score, span)
+  local rank = rank_of(key, companion, span, rule, score, position)
+  local total = redis.call('ZCARD', key)
+  local lower = fewer_points(key, span, p)
+  local below, own = -1, -1
+  if rank > exact then below, own = histogram_bucket(key, span, total, buckets, p) end
+  return {p, rank, total, lower, below, own}
+end
+
+-- The rank a player with points `p` would have now, nobody being added: under competition and
+-- dense as any holder of p; under first as if p were reached now, after everyone already at p.
+-- `p` may lie outside the board's points (-1: below every score; past the capacity: above).
+-- Returns {rank, total, players with strictly fewer points, below, own} (standing_of's).
+local function score_rank(key, companion, span, rule, p, exact, buckets)
+  local rank
+  if rule == 'first' then
+    rank = 1 + redis.call('ZCOUNT', key, fmt(p * span), '+inf')
+  elseif rule == 'dense' then
+    rank = 1 + distinct_above(companion, p)
+  else
+    rank = 1 + more_points(key, span, p)
+  end
+  local total = redis.call('ZCARD', key)
+  local lower = fewer_points(key, span, p)
+  local below, own = -1, -1
+  if rank > exact and total > 0 then below, own = histogram_bucket(key, span, total, buckets, p) end
+  return {rank, total, lower, below, own}
 end
