@@ -126,7 +126,7 @@ def cluster_tail(players: int, reads: int, shard_counts: list[int]) -> None:
                 player = sample[i % len(sample)]
                 part = board.parts[i % shards]
                 t = time.perf_counter()
-                board.script(COUNTS_SCRIPT)(keys=[part.key], args=[members[player], player, span, 0])
+                board.script(COUNTS_SCRIPT)(keys=[part.key], args=[span, 0, members[player], player])
                 branch.append(time.perf_counter() - t)
             branch.sort()
             p99 = branch[int(len(branch) * 0.99)]

@@ -10,7 +10,12 @@ tests/test_sharded_boards.py holds them to it):
   sum);
 - around: the player's position from those counts, then each shard's entries nearest to it,
   merged; the window slides at the edges as on one set;
-- friends: the members' scores from their shards, board ranks as above;
+- friends, several players (players?ids=): the members' scores from their shards (one ZMSCORE per
+  shard), board ranks as above (one shard_counts.lua per shard for all of them);
+- the rank of a score: each shard's count of what the rule counts above it (score_rank.lua),
+  summed; dense, the union of the companions above;
+- a player on several boards (the player read, a player's boards): the scores and name in one
+  pipeline, every board's shard counts in one more (`standings_of`);
 - distribution: the equi-depth histogram's bounds found by bisection on points (each step one
   pipeline of ZCOUNTs), so the buckets are those of the whole board; a percentile below the exact
   ranks adds up each shard's histogram bucket (`below` and `own`: the error bound).
@@ -55,6 +60,7 @@ def shard_observe(key: str, op: str, seconds: float) -> None:
 SLICE_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_slice.lua")
 COUNTS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_counts.lua")
 NEAR_SCRIPT = lua_path(__file__, "ranking_lib.lua", "shard_near.lua")
+SCORE_RANK_SCRIPT = lua_path(__file__, "ranking_lib.lua", "score_rank.lua")
 
 
 class ShardedBoard:
@@ -174,15 +180,16 @@ class ShardedBoard:
 
     def counts(self, members: Sequence[Scored], buckets: int = 0) -> list[list[list[int]]]:
         """For each (player, score): each shard's {members, more points, higher score, same score
-        and an id before, fewer points, histogram below, own} (shard_counts.lua)."""
-        calls = [
-            (COUNTS_SCRIPT, part.key, [score, player, self.span, buckets])
-            for player, score in members
-            for part in self.parts
-        ]
+        and an id before, fewer points, histogram below, own} (shard_counts.lua: one call per
+        shard for all of them)."""
+        if not members:
+            return []
+        args: list[Any] = [self.span, buckets]
+        for player, score in members:
+            args += [score, player]
+        calls = [(COUNTS_SCRIPT, part.key, args) for part in self.parts]
         replies = [[int(x) for x in reply] for reply in self.scripts(calls)]
-        s = self.shards
-        return [replies[i * s : (i + 1) * s] for i in range(len(members))]
+        return [[reply[7 * i : 7 * i + 7] for reply in replies] for i in range(len(members))]
 
     def dense_above(self, points: Sequence[int]) -> dict[int, int]:
         """For each points value, how many distinct points values the board holds above it: the
@@ -223,22 +230,21 @@ class ShardedBoard:
     # ------------------------------------------------------------------ one player
     def standing(self, player_id: str, *, exact_ranks: int, buckets: int) -> list[Any] | None:
         """What player.lua answers for one set: [points, rank, total, lower, name, below, own]."""
-        score = self.score_of(player_id)
-        if score is None:
-            return None
-        [counts] = self.counts([(player_id, score)], buckets=buckets)
+        [found] = standings_of([self], player_id, exact_ranks=exact_ranks, buckets=buckets)
+        return found
+
+    def standing_from(self, score: int, counts: list[list[int]], rank: int | None, exact_ranks: int) -> list[Any]:
+        """player.lua's reply but the name, for a player at `score`, from their shards' `counts`
+        (shard_counts.lua) and, for dense, their `rank` (counted from the companions)."""
         total = sum(c[0] for c in counts)
-        if self.above is Above.DISTINCT_POINTS:
-            [rank] = self.ranks([(player_id, score)])
-        else:
+        if rank is None:
             [rank] = ranks_from(self._counted([counts]))
         lower = sum(c[4] for c in counts)
         below, own = -1, -1
         if rank > exact_ranks and all(c[5] >= 0 for c in counts if c[0] > 0):
             below = sum(c[5] for c in counts if c[0] > 0)
             own = sum(c[6] for c in counts if c[0] > 0)
-        name = self.redis.hget(self.names_key, player_id)
-        return [self.points(score), rank, total, lower, name, below, own]
+        return [self.points(score), rank, total, lower, below, own]
 
     def around(self, player_id: str, r: int) -> tuple[int, list[tuple[str, int, int]]] | None:
         """(total, [(player, score, rank)]) of the 2r+1 entries around a player; the window slides
@@ -248,7 +254,7 @@ class ShardedBoard:
             return None
         width = 2 * r + 1
         replies = self.scripts(
-            [(COUNTS_SCRIPT, part.key, [score, player_id, self.span, 0]) for part in self.parts]
+            [(COUNTS_SCRIPT, part.key, [self.span, 0, score, player_id]) for part in self.parts]
             + [(NEAR_SCRIPT, part.key, [score, player_id, width]) for part in self.parts]
         )
         counts = [[int(x) for x in reply] for reply in replies[: self.shards]]
@@ -269,11 +275,40 @@ class ShardedBoard:
 
     def friends(self, members: Sequence[str]) -> list[tuple[str, int, int]]:
         """[(player, score, board rank)] of those of `members` on the board, in display order."""
+        return self.members(members)
+
+    def members(self, players: Sequence[str]) -> list[tuple[str, int, int]]:
+        """[(player, score, board rank)] of those of `players` on the board, in display order: one
+        ZMSCORE per shard holding some of them, then their ranks (one call per shard)."""
+        by_shard: dict[str, list[str]] = {}
+        for player in players:
+            by_shard.setdefault(self.shard_key(player), []).append(player)
         pipe = self.redis.pipeline(transaction=False)
-        for m in members:
-            pipe.zscore(self.shard_key(m), m)
-        found = display_order((m, int(s)) for m, s in zip(members, pipe.execute(), strict=True) if s is not None)
+        for key, group in by_shard.items():
+            pipe.zmscore(key, group)
+        scored: list[Scored] = []
+        for group, scores in zip(by_shard.values(), pipe.execute(), strict=True):
+            scored += [(m, int(s)) for m, s in zip(group, scores, strict=True) if s is not None]
+        found = display_order(scored)
         return [(p, s, rank) for (p, s), rank in zip(found, self.ranks(found), strict=True)]
+
+    def score_rank(self, points: int, *, exact_ranks: int, buckets: int) -> list[int]:
+        """What score_rank.lua answers for one set, for a score of `points` (stored): [rank, total,
+        lower, below, own], from one call per shard (each shard's count of what the rule counts
+        above, summed; for dense the union of the companions above, `dense_above`)."""
+        rule = "competition" if self.above is Above.DISTINCT_POINTS else str(self.rule)
+        args = [points, self.span, rule, 0, buckets]  # 0: every shard's histogram bucket
+        replies = [[int(x) for x in r] for r in self.scripts([(SCORE_RANK_SCRIPT, p.key, args) for p in self.parts])]
+        if self.above is Above.DISTINCT_POINTS:
+            rank = 1 + self.dense_above([points])[points]
+        else:
+            rank = 1 + sum(r[0] - 1 for r in replies)
+        total = sum(r[1] for r in replies)
+        below, own = -1, -1
+        if rank > exact_ranks and total > 0:
+            below = sum(r[3] for r in replies if r[1] > 0)
+            own = sum(r[4] for r in replies if r[1] > 0)
+        return [rank, total, sum(r[2] for r in replies), below, own]
 
     def names(self, players: Sequence[str]) -> list[str | None]:
         if not players:
@@ -329,6 +364,58 @@ class ShardedBoard:
         replies = pipe.execute()
         s = self.shards
         return [sum(int(x) for x in replies[i * s : (i + 1) * s]) for i in range(len(points))]
+
+
+def standings_of(
+    boards: Sequence[ShardedBoard], player_id: str, *, exact_ranks: int, buckets: int
+) -> list[list[Any] | None]:
+    """What player.lua answers for one set ([points, rank, total, lower, name, below, own], None
+    when the player is not on it), for one player on several boards of one season and client (the
+    player read; a player's boards): the player's scores and name in one pipeline, then every
+    board's shard counts in one call per shard and board, sent together, and for dense the
+    companions above the player's points in one more pipeline."""
+    first = boards[0]
+    pipe = first.redis.pipeline(transaction=False)
+    for board in boards:
+        pipe.zscore(board.shard_key(player_id), player_id)
+    pipe.hget(first.names_key, player_id)
+    *scores, name = pipe.execute()
+    found = [(i, boards[i], int(score)) for i, score in enumerate(scores) if score is not None]
+    calls = [
+        (COUNTS_SCRIPT, part.key, [board.span, buckets, score, player_id])
+        for _, board, score in found
+        for part in board.parts
+    ]
+    replies = [[int(x) for x in reply] for reply in first.scripts(calls)] if calls else []
+    dense = [(board, board.points(score)) for _, board, score in found if board.above is Above.DISTINCT_POINTS]
+    dense_ranks = iter(_dense_ranks(first.redis, dense))
+    answers: list[list[Any] | None] = [None] * len(boards)
+    at = 0
+    for i, board, score in found:
+        counts = replies[at : at + board.shards]
+        at += board.shards
+        rank = next(dense_ranks) if board.above is Above.DISTINCT_POINTS else None
+        points, rank, total, lower, below, own = board.standing_from(score, counts, rank, exact_ranks)
+        answers[i] = [points, rank, total, lower, name, below, own]
+    return answers
+
+
+def _dense_ranks(redis: Any, wanted: Sequence[tuple[ShardedBoard, int]]) -> list[int]:
+    """The dense rank of points p on each (board, p): 1 + the distinct points values above p in
+    the union of its shards' companions; one pipeline for all."""
+    if not wanted:
+        return []
+    pipe = redis.pipeline(transaction=False)
+    for board, p in wanted:
+        for part in board.parts:
+            pipe.zrangebyscore(part.distinct_key, f"({p}", "+inf")
+    replies = pipe.execute()
+    ranks = []
+    at = 0
+    for board, _ in wanted:
+        ranks.append(1 + len(set().union(*replies[at : at + board.shards])))
+        at += board.shards
+    return ranks
 
 
 @functools.cache
