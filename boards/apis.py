@@ -19,12 +19,28 @@ from rest_framework.request import Request
 
 from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED
 from common.openapi import GAME_PARAM, PLAYER_PARAM
-from common.operations import Args, Operation, Query
+from common.operations import INVALID, Args, Operation, Query
 from seasons.catalog import Catalog, catalog_get
 
-from . import keys, selectors, serializers
+from . import keys, lookups, selectors, serializers
 from .keys import GLOBAL
-from .params import BOARD_ERRORS, BOARD_PARAM, BOARD_QUERY, NOT_RANKED, N, R, not_ranked, resolve, throttle_reads
+from .params import (
+    BOARD_ERRORS,
+    BOARD_PARAM,
+    BOARD_QUERY,
+    IDS,
+    NOT_RANKED,
+    REGION,
+    SCORE,
+    UNKNOWN_SEASON,
+    N,
+    R,
+    current_boards,
+    not_ranked,
+    not_ranked_anywhere,
+    resolve,
+    throttle_reads,
+)
 from .selectors import BoardView, Call, VersionedCache
 
 
@@ -157,6 +173,75 @@ DISTRIBUTION = BoardRead(
 )
 
 
+PLAYERS = BoardRead(
+    select=lambda view, args: lookups.board_players(view=view, ids=args["ids"]),
+    script=ScriptRead(
+        lookups.PLAYERS_SCRIPT,
+        call=lambda view, args, held: lookups.players_call(view, args["ids"]),
+        parse=lambda view, args, reply: lookups.players_parse(view, args["ids"], reply),
+    ),
+)
+SCORE_RANK = BoardRead(
+    select=lambda view, args: lookups.board_score_rank(view=view, score=args["score"]),
+    script=ScriptRead(
+        lookups.SCORE_RANK_SCRIPT,
+        call=lambda view, args, held: lookups.score_rank_call(view, args["score"]),
+        parse=lambda view, args, reply: lookups.score_rank_parse(view, args["score"], reply),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class BoardsRead:
+    """A read of one player over every board kind of the game's current season and periods
+    (params.current_boards resolves them): `select(views, args)` answers it on any boards (live,
+    frozen, split, on a cluster), None when the player is on none (404 `not_ranked`); `script`,
+    `call(views, args)` and `parse(views, args, reply)` are the fast entrance's one-script form
+    of it, on boards of one set."""
+
+    select: Callable[[list[BoardView], Args], Any]
+    script: str
+    call: Callable[[list[BoardView], Args], Call]
+    parse: Callable[[list[BoardView], Args, list[Any]], Any]
+
+
+PLAYER_BOARDS = BoardsRead(
+    select=lambda views, args: lookups.player_boards(views=views, player_id=args["player_id"]),
+    script=lookups.PLAYER_BOARDS_SCRIPT,
+    call=lambda views, args: lookups.player_boards_call(views, args["player_id"]),
+    parse=lambda views, args, reply: lookups.player_boards_parse(views, args["player_id"], reply),
+)
+
+
+def player_read(*, id: str, route: str, tail: str, read: BoardsRead, answer: type[Any], description: str) -> Operation:
+    """A GET of a player over the game's boards: `/games/{game}/players/{player_id}/<tail>`, with
+    `region`; 404 `not_ranked` when the player is on none of them."""
+
+    def call(request: Request, args: Args) -> Any:
+        throttle_reads(request)
+        catalog = catalog_get(slug=args["game"])
+        if catalog.game is None:
+            raise NOT_FOUND(f"No game {args['game']!r}.")
+        value = read.select(current_boards(catalog, args, timezone.now()), args)
+        if value is None:
+            raise not_ranked_anywhere(args["player_id"])
+        return value
+
+    return Operation(
+        id=id,
+        method="GET",
+        path=f"games/{{game}}/players/{{player_id}}/{tail}",
+        route=route,
+        call=call,
+        description=description,
+        path_params=(GAME_PARAM, PLAYER_PARAM),
+        query=(REGION,),
+        answer=answer,
+        errors=(INVALID, NOT_FOUND, UNKNOWN_SEASON, NOT_RANKED, THROTTLED, BOARDS_DOWN),
+        fast=read,
+    )
+
+
 @dataclass(frozen=True)
 class CatalogRead:
     """A read of a game as its catalog has it: `answer(catalog, now, regions)`, with the regions
@@ -257,6 +342,44 @@ OPERATIONS: list[Operation] = [
         description=(
             "The player and their confirmed friends (stored by the service, at most 500) with a score on "
             "the board: `rank` among themselves by the tie rule, `board_rank` on the whole board."
+        ),
+    ),
+    board_read(
+        id="board_players",
+        route="board-players",
+        tail="players",
+        read=PLAYERS,
+        answer=serializers.PlayersSerializer,
+        query=(IDS,),
+        description=(
+            "Several players at once: the entries of those with a visible score, as `top` gives them, best "
+            "rank first, and the ids without one (`missing`: hidden, deleted or not on the board), in the "
+            "order asked. 1 to 100 distinct ids; a repeated or malformed id is a 400 `invalid`."
+        ),
+    ),
+    board_read(
+        id="board_score_rank",
+        route="board-score-rank",
+        tail="rank",
+        read=SCORE_RANK,
+        answer=serializers.ScoreRankSerializer,
+        query=(SCORE,),
+        description=(
+            "The rank a player with this score would have now, nobody being added, by the game's tie rule "
+            "(under `first` as if reached now: after everyone already at that score), with the board's "
+            "total and the percentile the player read would give at that rank."
+        ),
+    ),
+    player_read(
+        id="player_boards",
+        route="player-boards",
+        tail="boards",
+        read=PLAYER_BOARDS,
+        answer=serializers.PlayerBoardsSerializer,
+        description=(
+            "The player on every board kind of the current season, in the current day, week and month, "
+            "where they have a visible score: rank, score, total, percentile and tier (null on a board "
+            "without tiers); 404 `not_ranked` when on none."
         ),
     ),
     board_read(

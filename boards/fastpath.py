@@ -1,6 +1,6 @@
 """The fast entrance of the hot reads: an ASGI handler in front of Django that answers every
-board read declared with a one-script form (apis.py: top, player, around, friends, distribution)
-on live boards.
+board read declared with a one-script form (apis.py: top, player, around, friends, distribution,
+several players, the rank of a score) on live boards, and a player's boards (apis.py `BoardsRead`).
 
 A hot read is one Redis round trip on `redis.asyncio` (a pipeline: the caller's read-throttle
 token, the game's catalog version, the read's Lua script) and JSON rendered with orjson, with no
@@ -60,9 +60,9 @@ from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_pars
 from seasons.keys import catalog_key, catalog_version_key, games_version_key
 
 from . import apis, keys, pages, selectors
-from .apis import BoardRead, CatalogRead
+from .apis import BoardRead, BoardsRead, CatalogRead
 from .keys import GLOBAL
-from .params import not_ranked, view_error
+from .params import current_boards, not_ranked, not_ranked_anywhere, view_error
 from .selectors import BoardView, Cached
 from .sharded import ShardedBoard
 from .throttle import THROTTLE_SPENT, reader_throttle, throttled_error
@@ -76,7 +76,7 @@ logger = logging.getLogger(__name__)
 ROUTER = Router(
     apis.OPERATIONS,
     serves=lambda op: (
-        isinstance(op.fast, CatalogRead) or (isinstance(op.fast, BoardRead) and op.fast.script is not None)
+        isinstance(op.fast, CatalogRead | BoardsRead) or (isinstance(op.fast, BoardRead) and op.fast.script is not None)
     ),
 )
 TOGETHER = lua_path(__file__, "together.lua")
@@ -176,6 +176,8 @@ class FastReads:
         try:
             if isinstance(op.fast, CatalogRead):
                 body = await self.answer_catalog(op, path_args, scope)
+            elif isinstance(op.fast, BoardsRead):
+                body = await self.answer_boards(op, path_args, scope)
             else:
                 body = await self.answer(op, path_args, scope)
         except Fallback:
@@ -250,6 +252,41 @@ class FastReads:
             version, reply, held = await self.read(read, view, args, version_key)
             if version == catalog.version:
                 return self.body(op, read, view, args, reply, held)
+            catalog = await self.catalog(slug, version)
+        raise Fallback
+
+    async def answer_boards(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+        """A read of a player over every board of the current season and periods, in one Redis
+        call (the read's script with the catalog's version in front), as `answer` reads one board:
+        resolved with this process's copy of the catalog, read again when it has changed. A frozen
+        season, or one split by player, is Django's."""
+        read: BoardsRead = op.fast
+        query = scope.get("query_string", b"")
+        args = op.arguments(path_args, query_values(query) if query else _NO_QUERY)
+        now = timezone.now()
+        self.throttle(scope, now)
+        slug = args["game"]
+        version_key = catalog_version_key(slug)
+        catalog = catalog_local(slug=slug)
+        for _attempt in range(2):
+            if catalog is None:
+                catalog = await self.catalog(slug, await self.catalog_version(version_key))
+            try:
+                views = current_boards(catalog, args, now)
+            except ApiError:
+                current = await self.catalog_version(version_key)
+                if current == catalog.version:
+                    raise  # no current season, a bad region: decided by the current catalog
+                catalog = await self.catalog(slug, current)
+                continue
+            if views[0].frozen or views[0].season.board_shards > 1:
+                raise Fallback
+            version, [reply] = await self.together([(read.script, *read.call(views, args))], version_key)
+            if version == catalog.version:
+                value = read.parse(views, args, reply)
+                if value is None:
+                    raise not_ranked_anywhere(args["player_id"])
+                return render(op.render(value))
             catalog = await self.catalog(slug, version)
         raise Fallback
 

@@ -9,10 +9,12 @@ from django.utils import timezone
 from rest_framework.request import Request
 
 from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, ApiError, Problem
-from common.operations import INVALID, Args, Query, integer, path_param
+from common.formats import PLAYER_ID_RE
+from common.operations import INVALID, Args, Query, integer, path_param, required_integer
+from seasons.catalog import Catalog
 from seasons.periods import DAY, MONTH, WEEK
 
-from . import selectors
+from . import lookups, selectors
 from .kinds import BOARD_NAMES
 from .throttle import THROTTLE_SPENT, reader_throttle, throttled_error
 
@@ -41,6 +43,35 @@ PERIOD = Query(
 BOARD_QUERY = (REGION, SEASON, PERIOD)
 N = integer("n", low=1, high=1000, default=100, description="How many entries: 1 to 1,000 (default 100).")
 R = integer("r", low=0, high=50, default=5, description="Entries on each side of the player: 0 to 50 (default 5).")
+MAX_IDS = 100
+MAX_SCORE = 2**53 - 1  # the largest integer a JSON number (a double) holds exactly
+
+
+def player_ids(raw: str) -> list[str]:
+    """`ids` of the players read: 1 to MAX_IDS distinct player ids, comma-separated, else 400."""
+    ids = raw.split(",")
+    if not 1 <= len(ids) <= MAX_IDS:
+        raise INVALID(f"ids: 1 to {MAX_IDS} player ids, comma-separated.")
+    malformed = next((i for i in ids if not PLAYER_ID_RE.fullmatch(i)), None)
+    if malformed is not None:
+        raise INVALID(f"ids: {malformed[:64]!r} is not a player id (1 to 64 characters from [A-Za-z0-9_.:-]).")
+    if len(set(ids)) != len(ids):
+        raise INVALID("ids: each player id at most once.")
+    return ids
+
+
+_ID = PLAYER_ID_RE.pattern.strip("^$")
+IDS = Query(
+    "ids",
+    f"1 to {MAX_IDS} distinct player ids, comma-separated (`maya,leo`).",
+    {"type": "string", "pattern": f"^{_ID}(,{_ID}){{0,{MAX_IDS - 1}}}$"},
+    required=True,
+    parse=player_ids,
+    example="maya,leo",
+)
+SCORE = required_integer(
+    "score", low=0, high=MAX_SCORE, example=1200, description=f"A score: an integer from 0 to {MAX_SCORE}."
+)
 BOARD_ERRORS = (INVALID, NOT_FOUND, UNKNOWN_BOARD, UNKNOWN_SEASON, THROTTLED, BOARDS_DOWN)
 
 
@@ -58,6 +89,19 @@ def view_error(error: LookupError | ValueError, *, game: str, board: str) -> Api
 
 def not_ranked(player_id: str) -> ApiError:
     return NOT_RANKED(f"{player_id!r} has no score on this board and period.")
+
+
+def not_ranked_anywhere(player_id: str) -> ApiError:
+    return NOT_RANKED(f"{player_id!r} has no score on any board of the current season and periods.")
+
+
+def current_boards(catalog: Catalog, args: Args, now: datetime) -> list[selectors.BoardView]:
+    """Every board kind of the game's current season and periods (the player's boards read), in
+    `args`' region, or the API's 400/404; both entrances resolve them here."""
+    try:
+        return lookups.current_boards(catalog=catalog, region=args.get("region"), now=now)
+    except (selectors.UnknownBoard, selectors.UnknownSeason, selectors.BadQuery) as exc:
+        raise view_error(exc, game=args["game"], board="") from exc
 
 
 def throttle_reads(request: Request) -> None:

@@ -234,13 +234,7 @@ class Standing:
 
     @property
     def percentile(self) -> float:
-        """Share of ranked players with a strictly lower (worse) score, in percent, floored to 0.1:
-        exact for the top 10,000, otherwise read from the score histogram (docs/api.md)."""
-        if self.approximate is not None:
-            return self.approximate[0]
-        if self.total == 0:
-            return 0.0
-        return (self.lower * 1000 // self.total) / 10
+        return percentile_of(lower=self.lower, total=self.total, approximate=self.approximate)
 
     @property
     def percentile_error(self) -> float:
@@ -248,14 +242,30 @@ class Standing:
         return self.approximate[1] if self.approximate is not None else 0.0
 
 
+def percentile_of(*, lower: int, total: int, approximate: tuple[float, float] | None) -> float:
+    """Share of ranked players with a strictly lower (worse) score, in percent, floored to 0.1:
+    exact for the top 10,000, otherwise read from the score histogram (docs/api.md)."""
+    if approximate is not None:
+        return approximate[0]
+    if total == 0:
+        return 0.0
+    return (lower * 1000 // total) / 10
+
+
+def histogram_share(*, below: int, own: int, total: int) -> tuple[float, float] | None:
+    """(percentile, error) from the equi-depth histogram (the players in the buckets wholly below,
+    in the own bucket), or None when the scripts answered -1: the percentile is exact."""
+    if below < 0:
+        return None
+    return ((below * 1000 // total) / 10, -(-own * 1000 // total) / 10)
+
+
 def player_parse(view: BoardView, player_id: str, reply: list[Any]) -> Standing | None:
     if not reply:
         return None
     points, rank, total, lower, name, below, own = reply
     total = int(total)
-    approximate = None
-    if int(below) >= 0:  # from the equi-depth histogram: the buckets wholly below, the own bucket's share
-        approximate = ((int(below) * 1000 // total) / 10, -(-int(own) * 1000 // total) / 10)
+    approximate = histogram_share(below=int(below), own=int(own), total=total)
     return Standing(player_id, name, view.shown(int(points)), int(rank), total, int(lower), approximate)
 
 

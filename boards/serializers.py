@@ -48,6 +48,37 @@ class AroundSerializer(serializers.Serializer):
     entries = EntrySerializer(many=True)
 
 
+class PlayersSerializer(serializers.Serializer):
+    entries = EntrySerializer(many=True, help_text="The players found, best rank first.")
+    missing = serializers.ListField(
+        child=serializers.CharField(), help_text="The ids asked for with no visible score, in the order asked."
+    )
+
+
+class ScoreRankSerializer(serializers.Serializer):
+    score = serializers.IntegerField()
+    rank = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percentile = serializers.FloatField(help_text="Percent of ranked players strictly below, floored to 0.1.")
+    percentile_error = serializers.FloatField()
+
+
+class PlayerBoardSerializer(serializers.Serializer):
+    board = serializers.CharField()
+    period = serializers.CharField(allow_null=True)
+    rank = serializers.IntegerField()
+    score = serializers.IntegerField()
+    total = serializers.IntegerField()
+    percentile = serializers.FloatField(help_text="Percent of ranked players strictly below, floored to 0.1.")
+    tier = serializers.CharField(allow_null=True, help_text="The player's tier on the board; null without tiers.")
+
+
+class PlayerBoardsSerializer(serializers.Serializer):
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    boards = PlayerBoardSerializer(many=True)
+
+
 class GameSerializer(serializers.Serializer):
     game = serializers.CharField(source="game.slug")
     name = serializers.CharField(source="game.name")

@@ -75,3 +75,12 @@ def period_misfits(board: str, period: str | None) -> bool:
     except BadPeriod:
         return True
     return False
+
+
+def ids_repeated(ids: str | None) -> bool:
+    """Whether a `players?ids=` value names an id twice: the API's 400 `invalid`, which the OpenAPI
+    document cannot state (its pattern says what each id is, not that they differ)."""
+    if ids is None:
+        return False
+    parts = ids.split(",")
+    return len(set(parts)) != len(parts)

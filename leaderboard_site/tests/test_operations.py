@@ -7,12 +7,14 @@ from django.urls import get_resolver
 from django.utils import timezone
 
 from boards import apis as board_apis
+from boards.lookups import current_boards, player_boards
 from boards.selectors import board_view, game_detail, game_seasons
 from boards.services import friendship_add
 from boards.testing import record
 from competitions import apis as competition_apis
 from scoring import apis as scoring_apis
 from scoring.selectors import OwnRank
+from seasons.catalog import catalog_get
 from seasons.testing import make_game
 
 OPERATIONS = [*board_apis.OPERATIONS, *scoring_apis.OPERATIONS, *competition_apis.OPERATIONS]
@@ -69,18 +71,22 @@ def test_each_declared_shape_renders_real_answers_as_its_serializer_does(db):
         if not isinstance(op.fast, board_apis.BoardRead):
             continue
         for board in ("all", "best", "daily"):
-            args = {"game": "arena", "board": board, "player_id": "p04", "n": 5, "r": 2}
+            args = {"game": "arena", "board": board, "player_id": "p04", "n": 5, "r": 2, "ids": ["p09", "x", "p04"]}
+            args["score"] = 79
             view = board_view(slug="arena", board=board, region=None, season=None, period=None, now=now)
             answer = op.fast.present(view, args, op.fast.select(view, args))
             assert op.render(answer) == op.answer(answer).data, (op.id, board)
             checked += 1
+    catalog = catalog_get(slug="arena")
+    boards = player_boards(views=current_boards(catalog=catalog, region="eu", now=now), player_id="p04")
     others = [
         ("game_detail", game_detail(slug="arena", now=now)),
         ("game_seasons", game_seasons(slug="arena", now=now)),
         ("player_rank", OwnRank(player_id="p04", score=86, rank=5, hidden=True)),
+        ("player_boards", boards),
     ]
     by_id = {op.id: op for op in OPERATIONS}
     for op_id, answer in others:
         assert by_id[op_id].render(answer) == by_id[op_id].answer(answer).data, op_id
         checked += 1
-    assert checked == 5 * 3 + 3
+    assert checked == 7 * 3 + 4

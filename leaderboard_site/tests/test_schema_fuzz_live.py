@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from anticheat.testing import make_key
 from boards import apis as board_apis
-from boards.testing import period_misfits, record
+from boards.testing import ids_repeated, period_misfits, record
 from common.signing import signed_headers
 from common.testing import free_port, start_web, stop
 from competitions import apis as competition_apis
@@ -89,9 +89,11 @@ def _fuzz(operation, label: str, *, base: str, session: requests.Session, key, s
         # Status, content type, headers and body as documented. A write may answer a
         # schema-valid body 400: its bounds depend on the server's state (played_at at most
         # 60 s ahead of its clock, the game's max points), which no schema can say.
-        # A period's format depends on the board (the path's, or the own rank's `board` parameter).
+        # A period's format depends on the board (the path's, or the own rank's `board` parameter),
+        # and `ids` must not repeat one.
         board = (case.path_parameters or {}).get("board") or (case.query or {}).get("board") or "all"
         misfit = period_misfits(board, (case.query or {}).get("period"))
+        misfit = misfit or ids_repeated((case.query or {}).get("ids"))  # `maya,maya`: no schema says "distinct"
         excluded = [positive_data_acceptance] if method in WRITES or misfit else []
         case.validate_response(response, excluded_checks=excluded)
         if method in WRITES:
