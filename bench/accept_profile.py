@@ -4,6 +4,7 @@ functions: signature, parse, validation, `matches_submit`) and the worker side
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/leaderboard \\
         .venv/bin/python bench/accept_profile.py [--batches 40] [--batch 500] [--profile accept|apply]
+            [--tournament]
 
 For each side it prints the wall time per batch, the CPU this process spent per event (Python) and
 the wall time not spent on this process's CPU (PostgreSQL and Redis round trips, their server time
@@ -115,6 +116,9 @@ def main() -> None:
     parser.add_argument(
         "--vacuum", action="store_true", help="then VACUUM what the run left dead (the ledger, the outbox), timed"
     )
+    parser.add_argument(
+        "--tournament", action="store_true", help="every match names one active tournament (best, no limits)"
+    )
     args = parser.parse_args()
 
     from datetime import timedelta
@@ -125,6 +129,13 @@ def main() -> None:
         slug=f"prof-{random.randrange(1 << 30):x}", name="Profile", season_start=timezone.now() - timedelta(days=1)
     )
     key = server_key_create(game=game)
+    if args.tournament:
+        from competitions.models import Tournament
+
+        start = timezone.now() - timedelta(minutes=1)
+        Tournament.objects.create(
+            game=game, slug="cup", title="Cup", starts_at=start, duration_s=86400, created_at=start
+        )
     secret = key.secret
     services.apply_soon = lambda ids: None  # the worker side is timed below, not by a queue
     factory = RequestFactory()
@@ -138,6 +149,8 @@ def main() -> None:
         for _ in range(args.batch):
             n = rng.randrange(1, args.players + 1)
             ms.append(match(played, [(player_id(n), rng.randint(0, 1000), region_of(n))]))
+            if args.tournament:
+                ms[-1]["tournaments"] = ["cup"]
         bodies.append(json.dumps({"matches": ms}).encode())
 
     profiler = cProfile.Profile()

@@ -22,6 +22,7 @@ from redis.cluster import RedisCluster
 from redis.commands.core import Script
 
 from boards.scatter import scatter
+from common.db import insert_rows
 from common.redis import boards_client, lua_path, lua_script
 
 from . import keys
@@ -158,13 +159,14 @@ def scripts_run(script: Script, calls: Sequence[tuple[list[str], Sequence[Any]]]
 
 def entrants_record(*, entries: list[Entry], now: datetime) -> None:
     """The players these entries entered, as `TournamentEntrant` rows (in the caller's transaction)."""
-    rows = [
-        TournamentEntrant(tournament=e.tournament, period=e.period, player_id=e.player_id, joined_at=now)
-        for e in entries
-        if e.entered and e.period is not None
-    ]
-    if rows:
-        TournamentEntrant.objects.bulk_create(rows, ignore_conflicts=True)
+    rows = [(e.tournament.pk, e.period, e.player_id, now) for e in entries if e.entered and e.period is not None]
+    if rows:  # one statement, no model instances (a batch of first results enters hundreds)
+        insert_rows(
+            TournamentEntrant._meta.db_table,
+            [("tournament_id", "bigint"), ("period", "integer"), ("player_id", "text"), ("joined_at", "timestamptz")],
+            rows,
+            on_conflict="ON CONFLICT DO NOTHING",
+        )
 
 
 def tournaments_named(*, game_id: int, slugs: set[str]) -> dict[str, Tournament]:

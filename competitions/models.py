@@ -92,7 +92,8 @@ class TournamentEntrant(models.Model):
     """A player entered in one period: by joining, or (without `join_required`) by a first
     counted result. The seat counter in Redis is rebuilt from these rows."""
 
-    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="entrants")
+    # No database constraint: a batch of first results writes hundreds (a check per row at commit).
+    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="entrants", db_constraint=False)
     period = models.PositiveIntegerField()
     player_id = models.CharField(max_length=64)
     joined_at = models.DateTimeField()

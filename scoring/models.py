@@ -106,8 +106,14 @@ class TournamentResult(models.Model):
     `outside_period`. The attempts a player used in a period are the rows `counted` of results
     still `accepted`."""
 
-    event = models.ForeignKey(ScoreEvent, on_delete=models.CASCADE, related_name="tournament_results")
-    tournament = models.ForeignKey("competitions.Tournament", on_delete=models.PROTECT, related_name="+")
+    # No database constraints (a check per row at commit, for every result a match names in a
+    # tournament): written with the event, in its transaction, as the ledger's other rows are.
+    event = models.ForeignKey(
+        ScoreEvent, on_delete=models.CASCADE, related_name="tournament_results", db_constraint=False
+    )
+    tournament = models.ForeignKey(
+        "competitions.Tournament", on_delete=models.PROTECT, related_name="+", db_constraint=False
+    )
     period = models.PositiveIntegerField(null=True, blank=True)
     player_id = models.CharField(max_length=64)
     verdict = models.CharField(max_length=20)
