@@ -27,3 +27,25 @@ def cup_body(*, starts_at: datetime | None = None, duration_s: int = 3600, **ext
     for name, value in extra.items():
         body[name] = iso(value) if isinstance(value, datetime) else value
     return body
+
+
+def league_body(*, starts_at: datetime | None = None, **extra: Any) -> dict[str, Any]:
+    """A weekly league's configuration (three divisions, cohorts of 30) that started a minute ago
+    (or at `starts_at`) with a reset every minute unless told."""
+    start = starts_at or timezone.now().replace(second=0, microsecond=0) - timedelta(seconds=60)
+    body: dict[str, Any] = {
+        "title": "Weekly League",
+        "starts_at": iso(start),
+        "reset": "* * * * *",
+        "cohort_size": 30,
+        "scoring": "sum",
+        "demote_idle": False,
+        "divisions": [
+            {"name": "bronze", "promote": 10, "demote": 0},
+            {"name": "silver", "promote": 7, "demote": 5},
+            {"name": "gold", "promote": 0, "demote": 5},
+        ],
+    }
+    for name, value in extra.items():
+        body[name] = iso(value) if isinstance(value, datetime) else value
+    return body
