@@ -12,15 +12,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from anticheat.signed import PARSE_ERROR, signed, verified_json
-from common.api_errors import NOT_FOUND
-from common.openapi import GAME_PARAM, path_param
+from boards.params import throttle_reads
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED
+from common.formats import PLAYER_ID_RE
+from common.openapi import GAME_PARAM, PLAYER_PARAM, path_param
 from common.operations import INVALID, Args, Operation
 from seasons.models import Game
 from seasons.selectors import game_get
 
 from . import league_serializers as shapes
 from .league_models import League
-from .league_problems import LEAGUE_STARTED, UNKNOWN_LEAGUE
+from .league_problems import LEAGUE_STARTED, UNKNOWN_COHORT, UNKNOWN_LEAGUE
+from .league_reads import cohort_find, cohort_view, history_view, player_view
 from .league_selectors import league_get, league_view
 from .league_services import league_put
 from .league_validation import league_validate
@@ -28,6 +31,9 @@ from .league_validation import league_validate
 LEAGUE_ID_PATTERN = r"^[a-z0-9-]{1,40}$"
 LEAGUE_ID_RE = re.compile(LEAGUE_ID_PATTERN)
 LEAGUE_PARAM = path_param("league_id", LEAGUE_ID_PATTERN, "The league's id, unique within the game.")
+COHORT_PARAM = path_param(
+    "cohort_id", r"^[0-9]{1,9}-[a-z0-9-]{1,32}-[0-9]{1,9}$", "The cohort's id: `{period}-{division}-{number}`."
+)
 _PATH = (GAME_PARAM, LEAGUE_PARAM)
 
 
@@ -64,6 +70,33 @@ def league_get_call(request: Request, args: Args) -> dict[str, Any]:
     return league_view(league=league, now=timezone.now())
 
 
+def _player(args: Args) -> str:
+    if not PLAYER_ID_RE.match(args["player_id"]):
+        raise INVALID(f"{args['player_id']!r} is not a player id.")
+    return str(args["player_id"])
+
+
+def league_player_call(request: Request, args: Args) -> dict[str, Any]:
+    throttle_reads(request)
+    league = _league(_game(args["game"]), args["league_id"])
+    return player_view(league=league, player_id=_player(args), now=timezone.now())
+
+
+def league_history_call(request: Request, args: Args) -> dict[str, Any]:
+    throttle_reads(request)
+    league = _league(_game(args["game"]), args["league_id"])
+    return history_view(league=league, player_id=_player(args))
+
+
+def league_cohort_call(request: Request, args: Args) -> dict[str, Any]:
+    throttle_reads(request)
+    league = _league(_game(args["game"]), args["league_id"])
+    ref = cohort_find(league=league, text=args["cohort_id"])
+    if ref is None:
+        raise UNKNOWN_COHORT(f"No cohort {args['cohort_id']!r} in this league.")
+    return cohort_view(ref, timezone.now())
+
+
 OPERATION_PUT = signed(
     id="league_put",
     method="PUT",
@@ -97,5 +130,41 @@ LEAGUE_OPERATIONS: list[Operation] = [
         path_params=_PATH,
         answer=shapes.LeagueSerializer,
         errors=(NOT_FOUND, UNKNOWN_LEAGUE),
+    ),
+    Operation(
+        id="league_player",
+        method="GET",
+        path="games/{game}/leagues/{league_id}/players/{player_id}",
+        route="league-player",
+        call=league_player_call,
+        description=(
+            "The player in the period shown: their division and their whole cohort, each entry with its zone "
+            "(promote, stay or demote as it stands); cohort null when the player has no result in the period."
+        ),
+        path_params=(*_PATH, PLAYER_PARAM),
+        answer=shapes.LeaguePlayerSerializer,
+        errors=(INVALID, NOT_FOUND, UNKNOWN_LEAGUE, THROTTLED, BOARDS_DOWN),
+    ),
+    Operation(
+        id="league_player_history",
+        method="GET",
+        path="games/{game}/leagues/{league_id}/players/{player_id}/history",
+        route="league-player-history",
+        call=league_history_call,
+        description="The player's final periods, newest first: division, cohort, rank, score and outcome.",
+        path_params=(*_PATH, PLAYER_PARAM),
+        answer=shapes.LeagueHistorySerializer,
+        errors=(INVALID, NOT_FOUND, UNKNOWN_LEAGUE, THROTTLED),
+    ),
+    Operation(
+        id="league_cohort",
+        method="GET",
+        path="games/{game}/leagues/{league_id}/cohorts/{cohort_id}",
+        route="league-cohort",
+        call=league_cohort_call,
+        description="A cohort of any period: live while the period runs, its frozen standings once it is final.",
+        path_params=(*_PATH, COHORT_PARAM),
+        answer=shapes.CohortSerializer,
+        errors=(NOT_FOUND, UNKNOWN_LEAGUE, UNKNOWN_COHORT, THROTTLED, BOARDS_DOWN),
     ),
 ]

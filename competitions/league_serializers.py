@@ -56,3 +56,40 @@ class LeagueSerializer(serializers.Serializer[Any]):
     demote_idle = serializers.BooleanField()
     divisions = DivisionSerializer(many=True)
     period = LeaguePeriodSerializer(allow_null=True)
+
+
+class CohortEntrySerializer(serializers.Serializer[Any]):
+    rank = serializers.IntegerField()
+    player_id = serializers.CharField()
+    display_name = serializers.CharField(allow_null=True)
+    score = serializers.IntegerField()
+    zone = serializers.ChoiceField(choices=ZONES, help_text="Where the period's end moves the player as it stands.")
+
+
+class CohortSerializer(serializers.Serializer[Any]):
+    id = serializers.CharField(help_text="`{period}-{division}-{number}`, e.g. `12-silver-3`.")
+    league = serializers.CharField()
+    period = LeaguePeriodSerializer()
+    division = serializers.CharField()
+    final = serializers.BooleanField()
+    entries = CohortEntrySerializer(many=True)
+
+
+class LeaguePlayerSerializer(serializers.Serializer[Any]):
+    player_id = serializers.CharField()
+    division = serializers.CharField()
+    period = LeaguePeriodSerializer(allow_null=True)
+    cohort = CohortSerializer(allow_null=True, help_text="null when the player has no result in the period.")
+
+
+class HistoryPeriodSerializer(serializers.Serializer[Any]):
+    index = serializers.IntegerField()
+    division = serializers.CharField()
+    cohort = serializers.CharField()
+    rank = serializers.IntegerField()
+    score = serializers.IntegerField()
+    outcome = serializers.ChoiceField(choices=OUTCOMES)
+
+
+class LeagueHistorySerializer(serializers.Serializer[Any]):
+    periods = HistoryPeriodSerializer(many=True)

@@ -7,13 +7,16 @@ cohort of each such result as a `LeagueResult` row and the new seats as `LeagueM
 same transaction as the events, and gives the seats back when that transaction fails.
 """
 
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
+from boards.writer import CompetitionBoard, EventRow
 from common.db import copy_rows
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
+from competitions.league_boards import cohort_board
 from competitions.league_models import League
-from competitions.league_periods import league_period_holding
+from competitions.league_periods import league_period, league_period_holding
 
 from .league_models import LeagueResult
 
@@ -62,3 +65,24 @@ def league_results_record(*, rows: list[tuple[int, Seat]], now: datetime) -> Non
         binary=True,
     )
     members_record(seats=[s for _, s in rows], now=now)
+
+
+def league_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventRow]]:
+    """The cohort boards these events count on (their `LeagueResult` rows with a cohort), each with
+    its events: the worker applies them with the season boards, by the same script."""
+    if not rows:
+        return {}
+    by_id = {row.id: row for row in rows}
+    found = LeagueResult.objects.filter(event_id__in=list(by_id), number__isnull=False).select_related("league__game")
+    grouped: dict[tuple[int, int, int, int], list[LeagueResult]] = defaultdict(list)
+    for result in found:
+        grouped[(result.league_id, result.period, result.division or 0, result.number or 0)].append(result)
+    boards: dict[CompetitionBoard, list[EventRow]] = {}
+    for (_, index, division, number), results in grouped.items():
+        league = results[0].league
+        period = league_period(league, index)
+        if period is None:
+            continue
+        board = cohort_board(league=league, period=period, division=division, number=number)
+        boards[board] = [by_id[r.event_id] for r in results]
+    return boards

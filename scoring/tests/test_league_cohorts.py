@@ -15,27 +15,14 @@ from django.utils import timezone
 from anticheat.services import ban_record
 from common.redis import boards_client
 from competitions import league_keys
-from competitions.league_models import League, LeagueCohort, LeagueMember, LeaguePlayer
+from competitions.league_models import LeagueCohort, LeagueMember, LeaguePlayer
+from competitions.testing import make_league
 from scoring import services
 from scoring.models import LeagueResult
 from scoring.testing import make_game, make_key, match_body, submit_direct
 from scoring.validation import validate_match
 
 pytestmark = pytest.mark.django_db
-
-DIVISIONS = [
-    {"name": "bronze", "promote": 1, "demote": 0},
-    {"name": "silver", "promote": 1, "demote": 1},
-    {"name": "gold", "promote": 0, "demote": 1},
-]
-
-
-def make_league(game, slug="weekly", *, created_at=None, **config):
-    """A league whose hourly periods started three hours ago (period 4 active now)."""
-    start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
-    values = {"title": "Weekly", "starts_at": start, "reset": "0 * * * *", "cohort_size": 3, "divisions": DIVISIONS}
-    values.update(config)
-    return League.objects.create(game=game, slug=slug, created_at=created_at or start, **values)
 
 
 def members(league, period=None):
