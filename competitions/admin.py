@@ -130,3 +130,7 @@ class TournamentEntrantAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("tournament", "period", "player_id", "joined_at")
     list_filter = ("tournament__game",)
     search_fields = ("player_id",)
+
+
+# Leagues: their admin pages live in their own module.
+from . import league_admin  # noqa: E402, F401

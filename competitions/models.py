@@ -132,3 +132,14 @@ class TournamentStanding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.period} {self.rank}. {self.player_id}"
+
+
+# Leagues (docs/api.md, "Leagues"): their models live in their own module.
+from .league_models import (  # noqa: E402, F401
+    League,
+    LeagueCohort,
+    LeagueMember,
+    LeaguePeriod,
+    LeaguePlayer,
+    LeagueStanding,
+)

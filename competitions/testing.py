@@ -43,3 +43,49 @@ def period_state(redis: Any, game: str, tournament: str, period: int) -> tuple[A
         without_version(redis.hgetall(keys.attempts_key(game, tournament, period))),
         redis.smembers(keys.entrants_key(game, tournament, period)),
     )
+
+
+def league_body(*, starts_at: datetime | None = None, **extra: Any) -> dict[str, Any]:
+    """A weekly league's configuration (three divisions, cohorts of 30) that started a minute ago
+    (or at `starts_at`) with a reset every minute unless told."""
+    start = starts_at or timezone.now().replace(second=0, microsecond=0) - timedelta(seconds=60)
+    body: dict[str, Any] = {
+        "title": "Weekly League",
+        "starts_at": iso(start),
+        "reset": "* * * * *",
+        "cohort_size": 30,
+        "scoring": "sum",
+        "demote_idle": False,
+        "divisions": [
+            {"name": "bronze", "promote": 10, "demote": 0},
+            {"name": "silver", "promote": 7, "demote": 5},
+            {"name": "gold", "promote": 0, "demote": 5},
+        ],
+    }
+    for name, value in extra.items():
+        body[name] = iso(value) if isinstance(value, datetime) else value
+    return body
+
+
+LEAGUE_DIVISIONS = [
+    {"name": "bronze", "promote": 1, "demote": 0},
+    {"name": "silver", "promote": 1, "demote": 1},
+    {"name": "gold", "promote": 0, "demote": 1},
+]
+
+
+def make_league(game: Any, slug: str = "weekly", *, created_at: datetime | None = None, **config: Any) -> Any:
+    """A league (cohorts of 3 unless told) whose hourly periods started three hours ago (period 4
+    runs now)."""
+    from .league_models import League
+
+    start = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
+    values: dict[str, Any] = {
+        "title": "Weekly",
+        "starts_at": start,
+        "reset": "0 * * * *",
+        "cohort_size": 3,
+        "divisions": LEAGUE_DIVISIONS,
+    }
+    values.update(config)
+    return League.objects.create(game=game, slug=slug, created_at=created_at or start, **values)

@@ -132,6 +132,12 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "schedule": settings.TOURNAMENT_FREEZE_INTERVAL_S,
             "options": {"expires": settings.TOURNAMENT_FREEZE_INTERVAL_S * 4},
         },
+        # A league period whose grace has ended: its cohorts frozen, its players moved (resumable).
+        "scoring.leagues_close": {
+            "task": "scoring.leagues_close",
+            "schedule": settings.TOURNAMENT_FREEZE_INTERVAL_S,
+            "options": {"expires": settings.TOURNAMENT_FREEZE_INTERVAL_S * 4},
+        },
         "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
         "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # Events older than EVENTS_KEEP_DAYS leave the feed (and their deliveries with them).

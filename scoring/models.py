@@ -215,3 +215,7 @@ class ReviewItem(ScoreEvent):
     class Meta:
         proxy = True
         verbose_name = "review item"
+
+
+# Leagues: the ledger's record of the cohort each result counts in (its own module).
+from .league_models import LeagueResult  # noqa: E402, F401

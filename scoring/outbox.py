@@ -27,6 +27,7 @@ from boards.writer import ApplyReport, EventRow, events_apply
 from common.observability import Histogram, observe_many
 
 from .entries import competition_boards_of, competition_rewrites, tournament_results_withdrawn
+from .league_entries import league_boards_of
 from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .selectors import json_list
 
@@ -144,6 +145,7 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
     """
     rows = _unapplied_rows(event_ids)
     competitions = competition_boards_of(rows)
+    competitions.added.update(league_boards_of(rows))  # leagues: the cohort boards, by the same apply
     report = events_apply(events=rows, dedup_ttl_s=dedup_ttl_s, chunk=chunk, competitions=competitions.added)
     paused = competition_rewrites(competitions)
     if paused:  # a rebuild: those stay in the outbox, for the relay (their season boards skip them then)

@@ -41,6 +41,14 @@ from seasons.selectors import season_containing, seasons_of
 
 from .apply_buffer import ApplyBuffer
 from .entries import entries_decide_all, entries_give_back, entries_of_results, entries_record
+from .league_entries import (
+    Seat,
+    league_results_record,
+    league_seats_decide,
+    league_seats_give_back,
+    leagues_of,
+    seats_of_results,
+)
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .validation import Errors, MatchIn
@@ -70,6 +78,7 @@ class _Pending:
     verdicts: list[Verdict] = field(default_factory=list)
     tournaments: list[Tournament] = field(default_factory=list)
     entries: list[list[Entry]] = field(default_factory=list)  # per result, one per named tournament
+    seats: list[list[Seat]] = field(default_factory=list)  # per result, one per league period it counts in
 
 
 def content_hash(match: MatchIn) -> str:
@@ -209,6 +218,7 @@ def _submit_once(
             )
         except BaseException:  # the transaction did not commit: the tournaments' counters go back
             entries_give_back([e for p in pending for per_result in p.entries for e in per_result])
+            league_seats_give_back([s for p in pending for per_result in p.seats for s in per_result])
             raise
         if accepted_ids:
             transaction.on_commit(lambda: apply_soon(accepted_ids), robust=True)
@@ -326,6 +336,7 @@ def _store(
     in Redis; `matches_submit` gives them back if this transaction fails)."""
     _results_judge(game=game, rules=rules, pending=pending, now=now)
     _tournament_verdicts(pending=pending, now=now)
+    _league_seats(game=game, pending=pending, now=now)
     players, new_names, created = players_register(
         game=game, profiles=[(r.player_id, r.display_name, r.region) for p in pending for r in p.match.results]
     )
@@ -336,6 +347,7 @@ def _store(
     _claim_submissions(game=game, key=key, pending=pending, answers=answers)
     event_ids = _events_insert(rows)
     _tournament_results_insert(pending=pending, event_ids=event_ids, now=now)
+    _league_results_insert(pending=pending, event_ids=event_ids, now=now)
     accepted = _season_totals_last(game=game, pending=pending, rows=rows, event_ids=event_ids, outcomes=outcomes)
     return accepted, new_names
 
@@ -379,6 +391,34 @@ def _tournament_results_insert(*, pending: list[_Pending], event_ids: list[int],
             if p.entries:
                 rows += [(event_id, e) for e in p.entries[j]]
     entries_record(rows=rows, now=now)
+
+
+def _league_seats(*, game: Game, pending: list[_Pending], now: datetime) -> None:
+    """Leagues (a hook of their own): each accepted result played in an open period of one of the
+    game's leagues gets its cohort (a first result of the period seats the player, in Lua)."""
+    leagues = leagues_of(game_id=game.id)
+    if not leagues:
+        return
+    seats: list[Seat] = []
+    for p in pending:
+        results = (
+            (r.player_id, v.status == EventStatus.ACCEPTED) for r, v in zip(p.match.results, p.verdicts, strict=True)
+        )
+        p.seats = seats_of_results(leagues=leagues, results=results, played_at=p.match.played_at, now=now)
+        seats += [s for per_result in p.seats for s in per_result]
+    league_seats_decide(seats=seats)
+
+
+def _league_results_insert(*, pending: list[_Pending], event_ids: list[int], now: datetime) -> None:
+    """Leagues: each result's cohort into the ledger beside the events (`event_ids` in result order)."""
+    rows: list[tuple[int, Seat]] = []
+    ids = iter(event_ids)
+    for p in pending:
+        for j in range(len(p.match.results)):
+            event_id = next(ids)
+            if p.seats:
+                rows += [(event_id, s) for s in p.seats[j]]
+    league_results_record(rows=rows, now=now)
 
 
 def _regions_counted(

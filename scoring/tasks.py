@@ -13,6 +13,7 @@ from common.redis import broker_key, client_for
 from seasons.selectors import games_all
 
 from .freezing import seasons_freeze_due
+from .league_closing import league_periods_close_due
 from .moderation import anomalies_review
 from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_select
 from .reconcile import boards_reconcile as reconcile
@@ -118,6 +119,16 @@ def tournaments_freeze() -> int:
     if frozen:
         logger.info("tournament periods frozen: %d", frozen)
     return frozen
+
+
+@shared_task(name="scoring.leagues_close", acks_late=True, ignore_result=True)
+def leagues_close() -> int:
+    """Every few seconds: end the league periods whose grace has ended (every cohort frozen once,
+    the players moved, one `league.cohort_final` event per cohort; resumable: league_closing.py)."""
+    closed = league_periods_close_due(now=timezone.now())
+    if closed:
+        logger.info("league periods ended: %d", closed)
+    return closed
 
 
 @shared_task(name="scoring.boards_recover", acks_late=True, ignore_result=True)

@@ -27,6 +27,9 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "EventTypeEnum": "events.types.EVENT_TYPES",
         "PeriodStatusEnum": "competitions.serializers.PERIOD_STATUSES",
+        # Two `scoring` fields (tournaments', leagues'): each set keeps a name of its own.
+        "ScoringEnum": "competitions.league_serializers.TOURNAMENT_SCORINGS",
+        "LeagueScoringEnum": "competitions.league_serializers.LEAGUE_SCORINGS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from common.testing import ROOT
 
-KEY_MODULES = ("anticheat/keys.py", "boards/keys.py", "common/keys.py", "competitions/keys.py", "seasons/keys.py")
+KEY_MODULES = (
+    "anticheat/keys.py",
+    "boards/keys.py",
+    "common/keys.py",
+    "competitions/keys.py",
+    "competitions/league_keys.py",
+    "seasons/keys.py",
+)
 PREFIX_MODULE = "common/redis.py"
 # Where the libraries that keep keys of their own are configured, each under REDIS_KEY_PREFIX
 # (django-redis's cache, kombu's global_keyprefix, the channel layer): common/redis.py lists them.

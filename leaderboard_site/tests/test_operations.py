@@ -12,12 +12,18 @@ from boards.selectors import board_view, game_detail, game_seasons
 from boards.services import friendship_add
 from boards.testing import record
 from competitions import apis as competition_apis
+from competitions import league_apis
 from scoring import apis as scoring_apis
 from scoring.selectors import OwnRank
 from seasons.catalog import catalog_get
 from seasons.testing import make_game
 
-OPERATIONS = [*board_apis.OPERATIONS, *scoring_apis.OPERATIONS, *competition_apis.OPERATIONS]
+OPERATIONS = [
+    *board_apis.OPERATIONS,
+    *scoring_apis.OPERATIONS,
+    *competition_apis.OPERATIONS,
+    *league_apis.LEAGUE_OPERATIONS,
+]
 
 
 def test_the_api_urls_are_exactly_the_declared_operations():

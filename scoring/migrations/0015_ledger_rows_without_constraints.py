@@ -7,8 +7,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('competitions', '0003_ledger_rows_without_constraints'),
-        ('scoring', '0013_tournamentresult'),
+        ('competitions', '0004_ledger_rows_without_constraints'),
+        ('scoring', '0014_leagues'),
     ]
 
     operations = [

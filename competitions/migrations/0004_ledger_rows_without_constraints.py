@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('competitions', '0002_period_standings'),
+        ('competitions', '0003_leagues'),
     ]
 
     operations = [

@@ -1,0 +1,51 @@
+"""A league cohort's board as the board writer needs it (boards/writer.py `CompetitionBoard`): its
+key and hash tag (one per cohort, so a large league's cohorts spread over a cluster's slots), its
+score codec and its kind. `sum` and `best` (higher is better) are both added by the season boards'
+apply script: scoring's worker passes these boards with the events that count on them."""
+
+import time
+
+from boards.ranking import needs_distinct_points
+from boards.writer import CompetitionBoard
+from seasons.services import time_bits_for_window
+
+from . import league_keys as keys
+from .league_assign import keys_expire_at
+from .league_models import League, LeagueScoring
+from .periods import Period
+
+
+def cohort_time_bits(period: Period) -> int:
+    """Bits of the reach second on a cohort's board: the period and its grace fit."""
+    return time_bits_for_window(int((period.closes_at - period.starts_at).total_seconds()))
+
+
+def cohort_board(*, league: League, period: Period, division: int, number: int) -> CompetitionBoard:
+    game = league.game
+    return CompetitionBoard(
+        game=game.slug,
+        key=keys.cohort_board_key(game.slug, league.slug, period.index, division, number),
+        tag=keys.cohort_tag(game.slug, league.slug, period.index, division, number),
+        starts_at=period.starts_at,
+        time_bits=cohort_time_bits(period),
+        best=league.scoring == LeagueScoring.BEST,
+        ascending=False,
+        dense=needs_distinct_points(game.tie_rule),
+        ttl_s=max(60, keys_expire_at(period) - int(time.time())),
+    )
+
+
+def cohort_id(*, period: int, division_name: str, number: int) -> str:
+    """A cohort's public id: `{period}-{division}-{number}` (`12-silver-3`)."""
+    return f"{period}-{division_name}-{number}"
+
+
+def cohort_id_parse(text: str) -> tuple[int, str, int] | None:
+    """(period, division name, number) of a cohort id, or None when it is not one."""
+    head, _, rest = text.partition("-")
+    name, _, tail = rest.rpartition("-")
+    if not (head.isascii() and head.isdigit() and tail.isascii() and tail.isdigit() and name):
+        return None
+    if len(head) > 9 or len(tail) > 9:
+        return None
+    return int(head), name, int(tail)

@@ -1,0 +1,88 @@
+"""The ledger's side of results counting in leagues (docs/api.md, "Leagues").
+
+`matches_submit` (services.py) has every accepted result played in an open period of one of the
+game's leagues seated before the answer is built (`competitions.league_assign.seats_decide`: the
+player's cohort looked up, or for their first result of the period decided in Lua), records the
+cohort of each such result as a `LeagueResult` row and the new seats as `LeagueMember` rows in the
+same transaction as the events, and gives the seats back when that transaction fails.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+from boards.writer import CompetitionBoard, EventRow
+from common.db import copy_rows
+from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
+from competitions.league_boards import cohort_board
+from competitions.league_models import League
+from competitions.league_periods import league_period, league_period_holding
+
+from .league_models import LeagueResult
+
+
+def leagues_of(*, game_id: int) -> list[League]:
+    """The game's leagues (one query; none for most games)."""
+    return list(League.objects.filter(game_id=game_id).select_related("game"))
+
+
+def seats_of_results(
+    *, leagues: list[League], results: Iterable[tuple[str, bool]], played_at: datetime, now: datetime
+) -> list[list[Seat]]:
+    """One list of seats per result (player id, accepted): one per league with an open period (its
+    grace not over) holding `played_at`, for accepted results only."""
+    periods = []
+    for league in leagues:
+        period = league_period_holding(league, played_at) if league.created_at <= now else None
+        if period is not None and period.closes_at > now:
+            periods.append((league, period))
+    return [
+        [Seat(league, period, player_id) for league, period in periods] if accepted else []
+        for player_id, accepted in results
+    ]
+
+
+def league_seats_decide(*, seats: list[Seat]) -> None:
+    """Every seat's cohort (in place), new ones decided in Lua."""
+    if seats:
+        seats_decide(seats=seats)
+
+
+def league_seats_give_back(seats: list[Seat]) -> None:
+    """After a transaction that did not commit: the seats it took."""
+    seats_undo(seats=[s for s in seats if s.new])
+
+
+def league_results_record(*, rows: list[tuple[int, Seat]], now: datetime) -> None:
+    """Each result's cohort as a ledger row (event id, seat), and the players seated now; in the
+    caller's transaction."""
+    if not rows:
+        return
+    copy_rows(
+        LeagueResult._meta.db_table,
+        ["event_id", "league_id", "period", "player_id", "division", "number"],
+        ((event_id, s.league.pk, s.period.index, s.player_id, s.division, s.number) for event_id, s in rows),
+        binary=True,
+    )
+    members_record(seats=[s for _, s in rows], now=now)
+
+
+def league_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventRow]]:
+    """The cohort boards these events count on (their `LeagueResult` rows with a cohort), each with
+    its events: the worker applies them with the season boards, by the same script."""
+    if not rows:
+        return {}
+    by_id = {row.id: row for row in rows}
+    found = LeagueResult.objects.filter(event_id__in=list(by_id), number__isnull=False).select_related("league__game")
+    grouped: dict[tuple[int, int, int, int], list[LeagueResult]] = defaultdict(list)
+    for result in found:
+        grouped[(result.league_id, result.period, result.division or 0, result.number or 0)].append(result)
+    boards: dict[CompetitionBoard, list[EventRow]] = {}
+    for (_, index, division, number), results in grouped.items():
+        league = results[0].league
+        period = league_period(league, index)
+        if period is None:
+            continue
+        board = cohort_board(league=league, period=period, division=division, number=number)
+        boards[board] = [by_id[r.event_id] for r in results]
+    return boards
