@@ -14,6 +14,8 @@ drawn at random over the whole board:
   A. closed loop: --workers keep-alive connections, each endpoint alone for --seconds: rank
      (GET .../boards/all/players/{id}), top (.../boards/all/top?n=100), around
      (.../players/{id}/around?r=5): req/s, p50, p99, errors (any non-200 or connection failure).
+  R. with --tiers (default): percent tiers put on the `all` board (signed PUT), the three reads of A
+     again, each as a share of its figure in A (target: within 10%); the tiers removed after.
   T. with --tournament (default; the seed's matches all name a tournament made before it): the
      tournament period board's player, top and around reads, closed loop as in A, each as a share
      of the board read it mirrors (target: the same cost).
@@ -104,6 +106,18 @@ INGEST_TARGET_MS = 50.0
 # --------------------------------------------------------------------------- seeding
 TOURNAMENT = "bench-cup"
 T_KINDS = {"t_rank": "rank", "t_top": "top", "t_around": "around"}  # tournament read -> its board read
+
+
+TIERS = {"by": "percent", "tiers": [{"name": "diamond", "cutoff": 1}, {"name": "gold", "cutoff": 10}, {"name": "rest"}]}
+
+
+def tiers_set(args, game: str, key_id: str, secret: str, body: dict | None) -> None:
+    """PUT (or with None, DELETE) the `all` board's tiers, signed."""
+    path = f"/api/v1/games/{game}/boards/all/tiers"
+    raw = json.dumps(body).encode() if body is not None else b""
+    method = "PUT" if body is not None else "DELETE"
+    headers = signed_headers(key_id, secret, path, raw, method=method)
+    httpx.request(method, args.url + path, content=raw, headers=headers, timeout=30).raise_for_status()
 
 
 def tournament_create(args, game: str, key_id: str, secret: str) -> None:
@@ -716,6 +730,16 @@ async def run_all(args, game: str, key_id: str, secret: str, info: dict, meter: 
             closed[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
             log(closed[name].line())
     out["closed"] = closed
+    if args.tiers:
+        tiers_set(args, game, key_id, secret, TIERS)
+        log(f"phase R: the hot reads again with percent tiers on the board ({TIERS['tiers']})")
+        with meter.phase("R"):
+            tiered = {}
+            for name in KINDS:
+                tiered[name] = await closed_loop(host, port, name, paths[name], args.workers, args.seconds)
+                log(tiered[name].line() + f"  ({tiered[name].rps / closed[name].rps:.2f} of it without tiers)")
+        tiers_set(args, game, key_id, secret, None)
+        out["tiered"] = tiered
     if args.tournament:
         log(f"phase T: the tournament's reads, closed loop as in A, {args.workers} connections")
         with meter.phase("T"):
@@ -810,6 +834,12 @@ def main() -> None:
     )
     parser.add_argument("--seed-timeout", type=float, default=300)
     parser.add_argument(
+        "--tiers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="phase R: the hot reads again with percent tiers on the board (their cost: the same req/s)",
+    )
+    parser.add_argument(
         "--tournament",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -867,6 +897,11 @@ def main() -> None:
         f"around {c['around'].rps:.0f} req/s p99 {c['around'].p(99):.0f} ms, "
         f"raw {raw['rps']:.0f}/s, ratio {ratio:.2f}"
     )
+    if "tiered" in out:
+        lines.append(
+            "reads with percent tiers, of the same read without: "
+            + ", ".join(f"{name} {out['tiered'][name].rps / c[name].rps:.2f}" for name in KINDS)
+        )
     if "tournament" in out:
         t = out["tournament"]
         lines.append(

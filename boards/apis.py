@@ -61,6 +61,7 @@ class ScriptRead:
     cache: VersionedCache | None = None
     cache_key: Callable[[BoardView, Args], Any] | None = None
     split_versions: Callable[[BoardView], list[str]] | None = None
+    counts_total: bool = False  # its reply lacks the board's total: `percent` tiers need one more call (Django)
 
 
 @dataclass(frozen=True)
@@ -128,12 +129,26 @@ TOP = BoardRead(
         call=lambda view, args, held: selectors.top_call(view, args["n"], held),
         parse=lambda view, args, reply: selectors.top_parse(view, reply),
         cache=selectors.top_cache,
-        cache_key=lambda view, args: (view.ref.key, args["n"]),
+        cache_key=lambda view, args: selectors.top_key(view, args["n"]),
         split_versions=lambda view: [*_shard_versions(view), keys.names_version_key(view.game.slug)],
     ),
 )
+
+
+def _standing(view: BoardView, args: Args, standing: selectors.Standing) -> Any:
+    """The player answer, with its `tier` on a board with tiers."""
+    tiers = view.tiers
+    if tiers is None:
+        return standing
+    answer = {name: getattr(standing, name) for name in PLAYER_FIELDS}
+    answer["tier"] = tiers.of(score=standing.score, rank=standing.rank, total=standing.total)
+    return answer
+
+
+PLAYER_FIELDS = ("player_id", "display_name", "score", "rank", "total", "percentile", "percentile_error")
 PLAYER = BoardRead(
     select=lambda view, args: selectors.board_player(view=view, player_id=args["player_id"]),
+    present=_standing,
     script=ScriptRead(
         selectors.PLAYER_SCRIPT,
         call=lambda view, args, held: selectors.player_call(view, args["player_id"]),
@@ -158,6 +173,7 @@ FRIENDS = BoardRead(
         selectors.FRIENDS_SCRIPT,
         call=lambda view, args, held: selectors.friends_call(view, args["player_id"]),
         parse=lambda view, args, reply: selectors.friends_parse(view, reply),
+        counts_total=True,
     ),
 )
 DISTRIBUTION = BoardRead(
@@ -179,10 +195,23 @@ PLAYERS = BoardRead(
         lookups.PLAYERS_SCRIPT,
         call=lambda view, args, held: lookups.players_call(view, args["ids"]),
         parse=lambda view, args, reply: lookups.players_parse(view, args["ids"], reply),
+        counts_total=True,
     ),
 )
+
+
+def _score_rank(view: BoardView, args: Args, found: lookups.ScoreRank) -> Any:
+    """The rank of a score, with the `tier` that rank would have on a board with tiers."""
+    if view.tiers is None:
+        return found
+    answer = {name: getattr(found, name) for name in ("score", "rank", "total", "percentile", "percentile_error")}
+    answer["tier"] = view.tiers.of(score=found.score, rank=found.rank, total=found.total)
+    return answer
+
+
 SCORE_RANK = BoardRead(
     select=lambda view, args: lookups.board_score_rank(view=view, score=args["score"]),
+    present=_score_rank,
     script=ScriptRead(
         lookups.SCORE_RANK_SCRIPT,
         call=lambda view, args, held: lookups.score_rank_call(view, args["score"]),

@@ -59,7 +59,7 @@ from common.redis import AsyncTimedConnection, lua_path, lua_source, on_cluster
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key, games_version_key
 
-from . import apis, keys, pages, selectors
+from . import apis, keys, lookups, pages, selectors
 from .apis import BoardRead, BoardsRead, CatalogRead
 from .keys import GLOBAL
 from .params import current_boards, not_ranked, not_ranked_anywhere, view_error
@@ -367,15 +367,19 @@ class FastReads:
             if catalog is None:
                 catalog = await self.catalog(slug, await self.catalog_version(version_key))
             view = _page_view(catalog, wanted, now)
-            version, page = await self.page_read(view, wanted["player"], version_key)
+            version, page = await self.page_read(view, wanted["player"], version_key, catalog, now)
             if version == catalog.version:
                 return pages.page_html(page)
             catalog = await self.catalog(slug, version)
         raise Fallback
 
-    async def page_read(self, view: BoardView, player: str | None, version_key: str) -> tuple[Any, pages.PageData]:
+    async def page_read(
+        self, view: BoardView, player: str | None, version_key: str, catalog: Catalog, now: datetime
+    ) -> tuple[Any, pages.PageData]:
         """(the catalog's version, the page's data), read in one call (lua/together.lua)."""
-        held = selectors.top_cache.peek((view.ref.key, pages.TOP_N))
+        if player and view.tiers is not None and view.tiers.by == "percent":
+            raise Fallback  # the friends' tiers need the board's total: one more call, Django's
+        held = selectors.top_cache.peek(selectors.top_key(view, pages.TOP_N))
         links = pages.game_links()
         calls: list[Call] = [
             (selectors.TOP_SCRIPT, *selectors.top_call(view, pages.TOP_N, held.version if held else "")),
@@ -387,11 +391,13 @@ class FastReads:
             calls.append((selectors.PLAYER_SCRIPT, *selectors.player_call(view, player)))
             calls.append((selectors.AROUND_SCRIPT, *selectors.around_call(view, player, 5)))
             calls.append((selectors.FRIENDS_SCRIPT, *selectors.friends_call(view, player)))
+            boards = lookups.current_boards(catalog=catalog, region=view.region, now=now)
+            calls.append((lookups.PLAYER_BOARDS_SCRIPT, *lookups.player_boards_call(boards, player)))
         version, replies = await self.together(calls, version_key)
         top_version, entries = selectors.top_parse(view, replies[0])
         top = held if entries is None and held is not None else Cached(version=top_version, value=entries or [])
         if top is not held:
-            selectors.top_cache.put((view.ref.key, pages.TOP_N), top)
+            selectors.top_cache.put(selectors.top_key(view, pages.TOP_N), top)
         if not replies[1]:
             raise Fallback  # the regions set is not built (or expired): Django builds it
         links_html = links.html(replies.pop(2), timezone.now()) if links is not None else ""
@@ -410,6 +416,8 @@ class FastReads:
             if me is not None:
                 around = selectors.around_parse(view, replies[3])
                 page = replace(page, me=me, around=around, friends=selectors.friends_parse(view, replies[4]))
+            found = lookups.player_boards_parse(boards, player, replies[5])
+            page = replace(page, boards=found.boards if found is not None else None)
         return version, page
 
     def throttle(self, scope: Scope, now: datetime) -> None:
@@ -427,6 +435,8 @@ class FastReads:
         """(the catalog's version, the read's reply, the cached answer whose version it sent)."""
         script = read.script
         assert script is not None
+        if script.counts_total and view.tiers is not None and view.tiers.by == "percent":
+            raise Fallback  # the board's total takes one more call: Django makes it
         held = None
         if script.cache is not None and script.cache_key is not None:
             held = script.cache.peek(script.cache_key(view, args))

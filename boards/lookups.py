@@ -56,7 +56,7 @@ def players_of(ids: list[str], entries: list[Entry]) -> dict[str, Any]:
 
 
 def players_parse(view: BoardView, ids: list[str], reply: list[Any]) -> dict[str, Any]:
-    return players_of(ids, _entries(reply, view))
+    return players_of(ids, selectors.tiered(view, _entries(reply, view), lambda: selectors.board_total(view)))
 
 
 def board_players(*, view: BoardView, ids: list[str]) -> dict[str, Any]:
@@ -68,7 +68,8 @@ def board_players(*, view: BoardView, ids: list[str]) -> dict[str, Any]:
         return players_of(ids, _frozen_entries(view, rows, gone))
     split = _split(view)
     if split is not None:
-        return players_of(ids, _entries(_split_entries(split, split.members(ids)), view))
+        entries = _entries(_split_entries(split, split.members(ids)), view)
+        return players_of(ids, selectors.tiered(view, entries, split.total))
     return players_parse(view, ids, _run(PLAYERS_SCRIPT, players_call(view, ids)))
 
 
@@ -163,9 +164,7 @@ def board_standing(*, view: BoardView, standing: Standing) -> Entry:
         "score": standing.score,
         "total": standing.total,
         "percentile": standing.percentile,
-        # Tiers (issue 24, item 2) fill this in: the player's tier on this board kind, None while
-        # the board kind has no tiers.
-        "tier": None,
+        "tier": view.tiers.of(score=standing.score, rank=standing.rank, total=standing.total) if view.tiers else None,
     }
 
 

@@ -39,7 +39,7 @@ from .selectors import BoardView, Cached, Entry, Standing
 # Stand-ins for the player's id in a kept chrome: one in HTML text and attributes, one in links.
 HTML_PLAYER = "lb-player-in-text-8d1f"
 URL_PLAYER = "lb-player-in-link-8d1f"
-_PARTS = ("links", "me", "rows", "empty_hidden", "around", "friends", "page_json")
+_PARTS = ("links", "me", "rows", "empty_hidden", "boards", "around", "friends", "page_json")
 _MARK = "\x00lb-part:{}\x00"
 TOP_N = 100  # the page's board: the top 100
 
@@ -59,6 +59,7 @@ class PageData:
     around: list[Entry] | None = None
     friends: list[Entry] | None = None
     links: str = ""  # the links other apps put on the page (GameLinks), HTML
+    boards: list[Entry] | None = None  # the player on every board kind (lookups.player_boards)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ def page_html(page: PageData) -> bytes:
         "me": _me_html(page),
         "rows": _top_rows(page),
         "empty_hidden": " hidden" if page.entries else "",
+        "boards": _boards_html(page),
         "around": _box_html("around-box", "Around me", "around", page.around, player, friends=False),
         "friends": _box_html(
             "friends-box",
@@ -144,17 +146,20 @@ def page_html(page: PageData) -> bytes:
 
 
 def rows_html(entries: list[Entry], player: str, *, friends: bool = False) -> str:
-    """Board rows (`<tr>`s): rank (and with `friends` the rank on the whole board), name, score;
-    the player's own row marked `me`."""
+    """Board rows (`<tr>`s): rank (and with `friends` the rank on the whole board), name (with its
+    tier's badge on a board with tiers), score; the player's own row marked `me`. static/boards/
+    board.js builds the same rows from pushes."""
     out = []
     for e in entries:
         pid = _escape(e["player_id"])
         mine = ' class="me"' if e["player_id"] == player else ""
         board_rank = f'<td class="board-rank">#{e["board_rank"]}</td>' if friends else ""
         name = _escape(e["display_name"] or e["player_id"])
+        tier = e.get("tier")
+        badge = f' <span class="tier tier-{tier}">{tier}</span>' if tier else ""
         out.append(
             f'<tr data-player="{pid}"{mine}><td class="rank">{e["rank"]}</td>{board_rank}'
-            f'<td class="name">{name}</td><td class="score">{e["score"]}</td></tr>\n      '
+            f'<td class="name">{name}{badge}</td><td class="score">{e["score"]}</td></tr>\n      '
         )
     return "".join(out)
 
@@ -183,6 +188,27 @@ def _me_html(page: PageData) -> str:
     elif page.player:
         text = f"{_escape(page.player)}: not ranked yet on this board."
     return f'<section id="me" class="me" aria-live="polite"{hidden}>{text}</section>'
+
+
+def _boards_html(page: PageData) -> str:
+    """The player's boards (every board kind of the current season where they have a score): the
+    board, rank, score and tier, each board a link to its page with the player."""
+    if not page.boards:
+        return '<section id="boards-box" hidden></section>'
+    player = quote_plus(page.player or "")
+    rows = []
+    for b in page.boards:
+        tier = f'<span class="tier tier-{b["tier"]}">{b["tier"]}</span>' if b["tier"] else ""
+        rows.append(
+            f'<tr><td class="board-name"><a href="?board={b["board"]}&amp;player={player}">{b["board"]}</a></td>'
+            f'<td class="rank">{b["rank"]}</td><td class="score">{b["score"]}</td>'
+            f'<td class="tier-cell">{tier}</td></tr>'
+        )
+    return (
+        '<section id="boards-box"><h2>My boards</h2><table id="boards" class="board"><tbody>\n      '
+        + "\n      ".join(rows)
+        + "</tbody></table></section>"
+    )
 
 
 def _box_html(

@@ -44,6 +44,7 @@ from .kinds import BOARD_NAMES, KINDS, NO_PERIOD
 from .models import Friendship, FrozenStanding, Player, SeasonRegion
 from .ranking import Above, counted_above, rank_ahead, ranks_for, ranks_from
 from .sharded import ShardedBoard, sharded
+from .tiers import Tiers, tiers_of
 
 # `global`, a region, or an extra dimension's board (`country-de`): the query's `region`
 REGION_PATTERN = r"^(global|[a-z0-9-]{2,40})$"
@@ -109,6 +110,12 @@ class BoardView:
     @cached_property
     def codec(self) -> ScoreCodec:
         return ScoreCodec(self.season.time_bits)
+
+    @cached_property
+    def tiers(self) -> Tiers | None:
+        """The board kind's tiers: the game's, or for a frozen season those in force at its freeze."""
+        configured = self.season.frozen_tiers if self.frozen else self.game.tiers
+        return tiers_of(configured, self.board, ascending=self.game.ascending)
 
     def shown(self, stored_points: int) -> int:
         """The value a reader sees (lower-is-better boards store capacity minus the value)."""
@@ -205,6 +212,39 @@ def _entries(flat: list[Any], view: BoardView) -> list[Entry]:
     ]
 
 
+TotalOf = int | Callable[[], int]  # the board's visible players, or how to count them (one call)
+
+
+def tiered(view: BoardView, entries: list[Entry], total: TotalOf, *, rank_key: str = "rank") -> list[Entry]:
+    """The entries with their `tier` when the board has tiers (in place). `total` is counted only
+    when a `percent` tier needs it and the read's own reply did not give it."""
+    tiers = view.tiers
+    if tiers is None or not entries:
+        return entries
+    count = 0
+    if tiers.by == "percent":
+        count = total() if callable(total) else total
+    for e in entries:
+        e["tier"] = tiers.of(score=e["score"], rank=e[rank_key], total=count)
+    return entries
+
+
+def board_total(view: BoardView) -> int:
+    """The board's visible players: its sorted set's size (hidden players are never on a live
+    board), the shards' sizes summed, or a frozen board's rows without the players gone since."""
+    if view.frozen:
+        return view.standings().count() - len(_frozen_gone(view))
+    split = _split(view)
+    if split is not None:
+        return split.total()
+    return int(client().zcard(view.ref.key))
+
+
+def top_key(view: BoardView, n: int) -> tuple[Any, ...]:
+    """A cached top's key: the board, n, and its tiers (a change of tiers changes no board version)."""
+    return (view.ref.key, n, view.tiers)
+
+
 def top_call(view: BoardView, n: int, known_version: str) -> Call:
     ref = view.ref
     script_keys = [*view.keys(), ref.version_key, keys.names_version_key(view.game.slug)]
@@ -215,7 +255,7 @@ def top_parse(view: BoardView, reply: list[Any]) -> tuple[str, list[Entry] | Non
     """(version, entries), entries None when the caller's copy is current."""
     if len(reply) == 1:
         return str(reply[0]), None
-    return str(reply[0]), _entries(reply[2:], view)
+    return str(reply[0]), tiered(view, _entries(reply[2:], view), int(reply[1]))
 
 
 def player_call(view: BoardView, player_id: str) -> Call:
@@ -274,7 +314,7 @@ def around_call(view: BoardView, player_id: str, r: int) -> Call:
 
 
 def around_parse(view: BoardView, reply: list[Any]) -> list[Entry] | None:
-    return _entries(reply[1:], view) if reply else None
+    return tiered(view, _entries(reply[1:], view), int(reply[0])) if reply else None
 
 
 def friends_call(view: BoardView, player_id: str) -> Call:
@@ -287,10 +327,11 @@ def friends_parse(view: BoardView, reply: list[Any]) -> list[Entry]:
     whole board (`board_rank`)."""
     found = [(reply[i], int(reply[i + 1]), int(reply[i + 2]), reply[i + 3]) for i in range(0, len(reply), 4)]
     ranks = ranks_for([points for _, points, _, _ in found], view.game.tie_rule)
-    return [
+    entries = [
         friend_entry(rank=rank, board_rank=board_rank, player_id=m, display_name=name, score=view.shown(points))
         for (m, points, board_rank, name), rank in zip(found, ranks, strict=True)
     ]
+    return tiered(view, entries, lambda: board_total(view), rank_key="board_rank")
 
 
 def distribution_call(view: BoardView, known_version: str) -> Call:
@@ -464,7 +505,7 @@ def board_top_cached(*, view: BoardView, n: int) -> Cached:
             return held
         return Cached(version=version, value=entries or [])
 
-    return top_cache.get((view.ref.key, n), load)
+    return top_cache.get(top_key(view, n), load)
 
 
 def board_top(*, view: BoardView, n: int, cached: bool = True) -> list[Entry]:
@@ -496,7 +537,7 @@ def board_around(*, view: BoardView, player_id: str, r: int) -> list[Entry] | No
     split = _split(view)
     if split is not None:
         found = split.around(player_id, r)
-        return None if found is None else _entries(_split_entries(split, found[1]), view)
+        return None if found is None else tiered(view, _entries(_split_entries(split, found[1]), view), found[0])
     return around_parse(view, _run(AROUND_SCRIPT, around_call(view, player_id, r)))
 
 
@@ -588,6 +629,7 @@ def _frozen_entries(view: BoardView, rows: QuerySet[FrozenStanding], gone: Gone)
     names = _names(view.game, [e["player_id"] for e in entries])
     for e in entries:
         e["display_name"] = names.get(e["player_id"])
+    tiered(view, entries, lambda: view.standings().count() - len(gone))
     return entries
 
 
@@ -634,10 +676,11 @@ def _frozen_friends(view: BoardView, player_id: str) -> list[Entry]:
     ]
     ranks = ranks_for([s for _, s, _ in found], view.game.tie_rule)
     names = _names(view.game, [p for p, _, _ in found])
-    return [
+    entries = [
         friend_entry(rank=rank, board_rank=board_rank, player_id=p, display_name=names.get(p), score=s)
         for (p, s, board_rank), rank in zip(found, ranks, strict=True)
     ]
+    return tiered(view, entries, lambda: view.standings().count() - len(gone), rank_key="board_rank")
 
 
 def frozen_own_rank(*, view: BoardView, player_id: str) -> tuple[int, int] | None:

@@ -23,6 +23,7 @@ class EntrySerializer(serializers.Serializer):
     player_id = serializers.CharField()
     display_name = serializers.CharField(allow_null=True)
     score = serializers.IntegerField()
+    tier = serializers.CharField(required=False, help_text="Its tier, on a board kind with tiers (else absent).")
 
 
 class TopSerializer(serializers.Serializer):
@@ -42,6 +43,7 @@ class PlayerStandingSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     percentile = serializers.FloatField(help_text="Percent of ranked players strictly below, floored to 0.1.")
     percentile_error = serializers.FloatField()
+    tier = serializers.CharField(required=False, help_text="Its tier, on a board kind with tiers (else absent).")
 
 
 class AroundSerializer(serializers.Serializer):
@@ -61,6 +63,7 @@ class ScoreRankSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     percentile = serializers.FloatField(help_text="Percent of ranked players strictly below, floored to 0.1.")
     percentile_error = serializers.FloatField()
+    tier = serializers.CharField(required=False, help_text="Its tier, on a board kind with tiers (else absent).")
 
 
 class PlayerBoardSerializer(serializers.Serializer):
@@ -108,6 +111,7 @@ class FriendEntrySerializer(serializers.Serializer):
     player_id = serializers.CharField()
     display_name = serializers.CharField(allow_null=True)
     score = serializers.IntegerField()
+    tier = serializers.CharField(required=False, help_text="Its tier, on a board kind with tiers (else absent).")
 
 
 class FriendsSerializer(serializers.Serializer):

@@ -149,6 +149,13 @@ class ShardedBoard:
     def version_of(replies: Sequence[Any]) -> str:
         return ".".join(str(v or "0") for v in replies)
 
+    def total(self) -> int:
+        """The board's members: its shards' sizes summed (one pipeline)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for part in self.parts:
+            pipe.zcard(part.key)
+        return sum(int(size) for size in pipe.execute())
+
     # ------------------------------------------------------------------ top
     def top(self, n: int) -> tuple[int, list[tuple[str, int, int]]]:
         """(total, [(player, encoded score, rank)]) of the first n in display order."""

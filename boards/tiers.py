@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from common.api_errors import Problem
+
 BY = ("score", "rank", "percent")
+NO_TIERS = Problem(404, "no_tiers", "the board kind has no tiers")
 NAME_RE = re.compile(r"^[a-z0-9-]{1,32}$")
 MAX_TIERS = 20
 MAX_SCORE = 9_007_199_254_740_991

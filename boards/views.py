@@ -7,16 +7,17 @@ takes over from the same data and keeps it live.
 """
 
 from dataclasses import replace
+from datetime import datetime
 
 import redis
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from seasons.catalog import games_version
+from seasons.catalog import catalog_get, games_version
 from seasons.selectors import games_all
 
-from . import pages, selectors
+from . import lookups, pages, selectors
 
 
 def game_list(request: HttpRequest) -> HttpResponse:
@@ -29,6 +30,17 @@ def game_list(request: HttpRequest) -> HttpResponse:
     if version is not None:
         pages.home_keep(version, response.content)
     return response
+
+
+def _player_boards(view: selectors.BoardView, player: str, now: datetime) -> list[selectors.Entry] | None:
+    """The player on every board kind of the current season (none for a past season's page)."""
+    if view.season.frozen_at is not None:
+        return None
+    catalog = catalog_get(slug=view.game.slug)
+    found = lookups.player_boards(
+        views=lookups.current_boards(catalog=catalog, region=view.region, now=now), player_id=player
+    )
+    return found.boards if found is not None else None
 
 
 def game_board(request: HttpRequest, game: str) -> HttpResponse:
@@ -59,5 +71,5 @@ def game_board(request: HttpRequest, game: str) -> HttpResponse:
         me = selectors.board_player(view=view, player_id=player)
         around = selectors.board_around(view=view, player_id=player, r=5) if me is not None else None
         friends = selectors.board_friends(view=view, player_id=player) if me is not None else None
-        page = replace(page, me=me, around=around, friends=friends)
+        page = replace(page, me=me, around=around, friends=friends, boards=_player_boards(view, player, now))
     return HttpResponse(pages.page_html(page))

@@ -16,10 +16,20 @@ from rest_framework.response import Response
 from anticheat.signed import PARSE_ERROR, signed, signed_key, verified_json
 from boards.kinds import BOARD_NAMES
 from boards.models import Player
-from boards.params import BOARD_ERRORS, BOARD_PARAM, BOARD_QUERY, NOT_RANKED, UNKNOWN_BOARD, not_ranked, resolve
-from boards.serializers import TiersSerializer
+from boards.params import (
+    BOARD_ERRORS,
+    BOARD_PARAM,
+    BOARD_QUERY,
+    NOT_RANKED,
+    UNKNOWN_BOARD,
+    not_ranked,
+    resolve,
+    throttle_reads,
+)
+from boards.serializers import TiersSerializer, TierStandingsSerializer
 from boards.services import board_tiers_set, friendship_add, friendship_remove
-from boards.tiers import BadTiers, tiers_parse
+from boards.tier_standings import board_tier_standings
+from boards.tiers import NO_TIERS, BadTiers, tiers_parse
 from common.api_errors import NOT_FOUND, Problem
 from common.formats import PLAYER_ID_RE
 from common.openapi import FRIEND_PARAM, GAME_PARAM, MATCH_PARAM, PLAYER_PARAM
@@ -143,6 +153,14 @@ def tiers_put(request: Request, args: Args) -> dict[str, Any]:
         raise INVALID(str(exc)) from exc
     board_tiers_set(game=key.game, board=board, tiers=tiers)
     return tiers.document()
+
+
+def tiers_get(request: Request, args: Args) -> dict[str, Any]:
+    throttle_reads(request)
+    found = board_tier_standings(view=resolve(request, args))
+    if found is None:
+        raise NO_TIERS(f"The board {args['board']!r} has no tiers.")
+    return found
 
 
 def tiers_remove(request: Request, args: Args) -> None:
@@ -301,6 +319,21 @@ OPERATIONS: list[Operation] = [
         description="Ends a friendship (idempotent).",
         path_params=_FRIEND_PATH,
         status=204,
+    ),
+    Operation(
+        id="board_tiers",
+        method="GET",
+        path="games/{game}/boards/{board}/tiers",
+        route="board-tiers",
+        call=tiers_get,
+        description=(
+            "The board kind's tiers, best first, each with its players now and their lowest and highest score, "
+            "on this board (region, season, period as every board read); 404 `no_tiers` without tiers."
+        ),
+        path_params=(GAME_PARAM, BOARD_PARAM),
+        query=BOARD_QUERY,
+        answer=TierStandingsSerializer,
+        errors=(*BOARD_ERRORS, NO_TIERS),
     ),
     signed(
         id="board_tiers_put",

@@ -12,10 +12,12 @@ from django.utils import timezone
 
 from boards import pages
 from boards.fastpath import HOME_ROUTE, PAGE_ROUTE, FastReads
-from boards.services import friendship_add
+from boards.services import board_tiers_set, friendship_add
 from boards.testing import record
+from boards.tiers import tiers_parse
 from common.operations import FAST_ANSWERS
 from common.testing import asgi_request
+from seasons.catalog import catalog_publish
 from seasons.testing import make_game
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +106,27 @@ def test_the_list_of_games_from_the_fast_entrance_until_a_game_changes():
     fresh = asgi_request(FAST, "/")
     assert "/games/cup/" in fresh.content.decode() and ">Cup<" in fresh.content.decode()
     assert asgi_request(FAST_ONLY, "/").content == fresh.content
+
+
+def test_tier_badges_and_the_players_boards_from_both_entrances():
+    game = make_game(start=timezone.now() - timedelta(days=2))
+    seed(game)
+    asgi_request(DJANGO, "/games/arena/")
+    board_tiers_set(
+        game=game,
+        board="all",
+        tiers=tiers_parse({"by": "rank", "tiers": [{"name": "gold", "cutoff": 2}, {"name": "iron"}]}, ascending=False),
+    )
+    catalog_publish(slug="arena")
+    page = same("player=p03")
+    assert '<td class="name">P &lt;0&gt; <span class="tier tier-gold">gold</span></td>' in page
+    assert '<td class="name">P &lt;3&gt; <span class="tier tier-iron">iron</span></td>' in page
+    # The player's boards: every kind with a score, its rank, score and tier (the season board's).
+    assert 'id="boards-box"><h2>My boards</h2>' in page
+    assert '<a href="?board=all&amp;player=p03">all</a></td><td class="rank">3</td><td class="score">493</td>' in page
+    assert '<td class="tier-cell"><span class="tier tier-iron">iron</span></td>' in page
+    assert 'href="?board=best&amp;player=p03">best</a>' in page
+    page = same("player=nobody")
+    assert '<section id="boards-box" hidden></section>' in page
+    page = same("board=weekly")  # no tiers on that kind, no player: no badge, no box
+    assert "tier-" not in page.split('id="lb-page"')[0]

@@ -25,6 +25,10 @@
     if (extra) cells.splice(1, 0, ["board-rank", `#${entry.board_rank}`]);
     for (const [cls, text] of cells) {
       const td = document.createElement("td"); td.className = cls; td.textContent = text; tr.appendChild(td);
+      if (cls === "name" && entry.tier) {  // the tier's badge, as the server renders it (boards/pages.py)
+        const badge = document.createElement("span"); badge.className = `tier tier-${entry.tier}`;
+        badge.textContent = entry.tier; td.append(" ", badge);
+      }
     }
     return tr;
   }
