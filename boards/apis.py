@@ -135,20 +135,24 @@ TOP = BoardRead(
 )
 
 
-def _standing(view: BoardView, args: Args, standing: selectors.Standing) -> Any:
-    """The player answer, with its `tier` on a board with tiers."""
-    tiers = view.tiers
-    if tiers is None:
-        return standing
-    answer = {name: getattr(standing, name) for name in PLAYER_FIELDS}
-    answer["tier"] = tiers.of(score=standing.score, rank=standing.rank, total=standing.total)
-    return answer
+def _tiered(fields: tuple[str, ...]) -> Callable[[BoardView, Args, Any], Any]:
+    """A `present` for an answer of one rank and score (the player read, the rank of a score): the
+    value itself, or on a board with tiers its `fields` and the `tier` of its rank and score."""
+
+    def present(view: BoardView, args: Args, value: Any) -> Any:
+        tiers = view.tiers
+        if tiers is None:
+            return value
+        answer = {name: getattr(value, name) for name in fields}
+        answer["tier"] = tiers.of(score=value.score, rank=value.rank, total=value.total)
+        return answer
+
+    return present
 
 
-PLAYER_FIELDS = ("player_id", "display_name", "score", "rank", "total", "percentile", "percentile_error")
 PLAYER = BoardRead(
     select=lambda view, args: selectors.board_player(view=view, player_id=args["player_id"]),
-    present=_standing,
+    present=_tiered(("player_id", "display_name", "score", "rank", "total", "percentile", "percentile_error")),
     script=ScriptRead(
         selectors.PLAYER_SCRIPT,
         call=lambda view, args, held: selectors.player_call(view, args["player_id"]),
@@ -200,18 +204,9 @@ PLAYERS = BoardRead(
 )
 
 
-def _score_rank(view: BoardView, args: Args, found: lookups.ScoreRank) -> Any:
-    """The rank of a score, with the `tier` that rank would have on a board with tiers."""
-    if view.tiers is None:
-        return found
-    answer = {name: getattr(found, name) for name in ("score", "rank", "total", "percentile", "percentile_error")}
-    answer["tier"] = view.tiers.of(score=found.score, rank=found.rank, total=found.total)
-    return answer
-
-
 SCORE_RANK = BoardRead(
     select=lambda view, args: lookups.board_score_rank(view=view, score=args["score"]),
-    present=_score_rank,
+    present=_tiered(("score", "rank", "total", "percentile", "percentile_error")),
     script=ScriptRead(
         lookups.SCORE_RANK_SCRIPT,
         call=lambda view, args, held: lookups.score_rank_call(view, args["score"]),

@@ -35,7 +35,6 @@ from .selectors import (
     _split_entries,
     board_player,
     histogram_share,
-    percentile_of,
     player_parse,
 )
 
@@ -75,7 +74,7 @@ def board_players(*, view: BoardView, ids: list[str]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the rank of a score
 @dataclass(frozen=True)
-class ScoreRank:
+class ScoreRank(selectors.Percentiled):
     """The rank a player with `score` would have now, nobody being added; `total` and `lower`
     count the board's visible players (all of them, and those with a strictly worse score)."""
 
@@ -84,14 +83,6 @@ class ScoreRank:
     total: int
     lower: int
     approximate: tuple[float, float] | None = None
-
-    @property
-    def percentile(self) -> float:
-        return percentile_of(lower=self.lower, total=self.total, approximate=self.approximate)
-
-    @property
-    def percentile_error(self) -> float:
-        return self.approximate[1] if self.approximate is not None else 0.0
 
 
 def stored_points(view: BoardView, score: int) -> int:

@@ -262,15 +262,13 @@ def player_call(view: BoardView, player_id: str) -> Call:
     return view.keys(), [player_id, view.codec.time_span, view.game.tie_rule, EXACT_RANKS, DISTRIBUTION_BUCKETS]
 
 
-@dataclass(frozen=True)
-class Standing:
-    player_id: str
-    display_name: str | None
-    score: int
-    rank: int
-    total: int
+class Percentiled:
+    """The percentile of an answer with `lower`, `total` and `approximate` (the player read, the
+    rank of a score): exact, or from the histogram with its error."""
+
     lower: int
-    approximate: tuple[float, float] | None = None
+    total: int
+    approximate: tuple[float, float] | None
 
     @property
     def percentile(self) -> float:
@@ -280,6 +278,17 @@ class Standing:
     def percentile_error(self) -> float:
         """The bound in percentage points: 0 when exact, else the player's histogram bucket's share."""
         return self.approximate[1] if self.approximate is not None else 0.0
+
+
+@dataclass(frozen=True)
+class Standing(Percentiled):
+    player_id: str
+    display_name: str | None
+    score: int
+    rank: int
+    total: int
+    lower: int
+    approximate: tuple[float, float] | None = None
 
 
 def percentile_of(*, lower: int, total: int, approximate: tuple[float, float] | None) -> float:
