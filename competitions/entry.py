@@ -61,8 +61,12 @@ def entries_decide(*, entries: list[Entry], now: datetime, attempts_of: Attempts
     attempts and seats taken, for a caller whose transaction did not commit."""
     groups: dict[_GroupKey, list[Entry]] = defaultdict(list)
     periods: dict[_GroupKey, Period] = {}
+    holding: dict[tuple[int, datetime], Period | None] = {}  # a match's results share its played_at
     for entry in entries:
-        period = period_holding(schedule_of(entry.tournament), entry.played_at)
+        found = (entry.tournament.pk, entry.played_at)
+        if found not in holding:
+            holding[found] = period_holding(schedule_of(entry.tournament), entry.played_at)
+        period = holding[found]
         if period is None or period.closes_at <= now:
             entry.verdict = OUTSIDE_PERIOD
             continue

@@ -93,7 +93,9 @@ class TournamentEntrant(models.Model):
     counted result. The seat counter in Redis is rebuilt from these rows."""
 
     # No database constraint: a batch of first results writes hundreds (a check per row at commit).
-    tournament = models.ForeignKey(Tournament, on_delete=models.CASCADE, related_name="entrants", db_constraint=False)
+    tournament = models.ForeignKey(
+        Tournament, on_delete=models.CASCADE, related_name="entrants", db_constraint=False, db_index=False
+    )  # no index of its own: the unique constraint's prefix
     period = models.PositiveIntegerField()
     player_id = models.CharField(max_length=64)
     joined_at = models.DateTimeField()

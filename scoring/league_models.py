@@ -10,8 +10,14 @@ class LeagueResult(models.Model):
     count). `number` null: the player's cohort is not decided yet (their division waits for the end
     of an earlier period); the period's end before it assigns them and fills it in."""
 
-    event = models.ForeignKey("scoring.ScoreEvent", on_delete=models.CASCADE, related_name="league_results")
-    league = models.ForeignKey("competitions.League", on_delete=models.PROTECT, related_name="+")
+    # No database constraints and no index of their own (as TournamentResult, scoring/models.py):
+    # (event, league) is the unique constraint's, and league the other indexes' prefix.
+    event = models.ForeignKey(
+        "scoring.ScoreEvent", on_delete=models.CASCADE, related_name="league_results", db_constraint=False, db_index=False
+    )
+    league = models.ForeignKey(
+        "competitions.League", on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
+    )
     period = models.PositiveIntegerField()
     player_id = models.CharField(max_length=64)
     division = models.PositiveSmallIntegerField(null=True, blank=True)

@@ -108,11 +108,14 @@ class TournamentResult(models.Model):
 
     # No database constraints (a check per row at commit, for every result a match names in a
     # tournament): written with the event, in its transaction, as the ledger's other rows are.
+    # No index of their own either: (event, tournament) is the unique constraint's and (tournament,
+    # period, player_id) the other index's prefix; each index more cost the ingest about 10 us of
+    # PostgreSQL CPU per entry (docs/performance.md, "Tournaments").
     event = models.ForeignKey(
-        ScoreEvent, on_delete=models.CASCADE, related_name="tournament_results", db_constraint=False
+        ScoreEvent, on_delete=models.CASCADE, related_name="tournament_results", db_constraint=False, db_index=False
     )
     tournament = models.ForeignKey(
-        "competitions.Tournament", on_delete=models.PROTECT, related_name="+", db_constraint=False
+        "competitions.Tournament", on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
     )
     period = models.PositiveIntegerField(null=True, blank=True)
     player_id = models.CharField(max_length=64)
