@@ -50,6 +50,10 @@ Phases, in this order:
      right after (the ledger and boards as large as in 6). Figures: events/s end-to-end of each,
      their ratio to phase 4's raw, and 6's share of 7 (the contract: at least 0.8); the tournament
      board's exactness for --verify sampled players (their best accepted result).
+  8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions)
+     and phase 1's workload is sent again, every result of the game counting for it. Figures:
+     events/s end-to-end and its share of phase 7's (the contract: at least 0.8); the seated
+     players and cohorts against the accepted players, and --verify sampled players' cohort scores.
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
 
 This script is the load generator and runs on the same machine as the service: per phase it
@@ -61,6 +65,7 @@ Output: progress and details on stderr; on stdout each phase's figures, its load
 and, last, the summary (N and lag from phase 1, R from phase 4, ratio N/R):
     ingest: 5000 events/s end-to-end, raw 40000 events/s, ratio 0.12, lag p99 900 ms
     tournaments: ... 0.93 of the same run's ratio without tournaments; ...
+    leagues: ... 0.90 of the same run's ratio without one; ...
 Exit status 1 when the exactness check finds a wrong total.
 """
 
@@ -900,6 +905,93 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
     return figures
 
 
+# --------------------------------------------------------------------------- phase 8: a league
+LEAGUE = "bench-league"
+
+
+async def league_put(svc: Service, conn: Conn) -> None:
+    """A league whose first period started a minute ago and ends on the next 1 January (sum of the
+    period's points, cohorts of 30, 4 divisions), so every accepted result of the game counts."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
+    divisions = [
+        {"name": "bronze", "promote": 10, "demote": 0},
+        {"name": "silver", "promote": 7, "demote": 5},
+        {"name": "gold", "promote": 5, "demote": 5},
+        {"name": "diamond", "promote": 0, "demote": 5},
+    ]
+    config = {
+        "title": "Bench League",
+        "starts_at": start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "reset": "0 0 1 1 *",
+        "cohort_size": 30,
+        "scoring": "sum",
+        "divisions": divisions,
+    }
+    body = json.dumps(config).encode()
+    path = f"/api/v1/games/{svc.game}/leagues/{LEAGUE}"
+    status, content = await svc.call(
+        conn, "PUT", path, body, signed_headers(svc.key_id, svc.secret, path, body, method="PUT")
+    )
+    if status not in (200, 201):
+        raise SystemExit(f"PUT {path}: {status} {content[:300]!r}")
+
+
+async def league_get(svc: Service, conn: Conn, path: str) -> dict:
+    for _ in range(50):
+        status, content = await svc.call(conn, "GET", path)
+        if status == 200:
+            return json.loads(content)
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"GET {path}: {status} {content[:200]!r}")
+
+
+async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
+    """Phase 8: phase 1's workload once more with a league active on the game (every player's first
+    result of the period takes a seat in a cohort before the 202; every result goes on its cohort's
+    board). Then the league's exactness: the players seated equal the distinct accepted players,
+    every division's cohorts are ceil(players / 30), and each sampled player's cohort score is the
+    sum of their accepted points."""
+    conn = svc.conn()
+    await league_put(svc, conn)
+    batches = batches_make(
+        rng=random.Random(args.seed + 2),
+        events=args.events,
+        size=args.batch,
+        players=args.players,
+        sample_every=args.sample_every,
+        tag=f"{tag}-8",
+    )
+    log(f"phase 8: max rate, {args.events} results, with league {LEAGUE} active on the game")
+    with meter.phase("8"), args.service_cpu.phase("8"):
+        got = await max_rate(args, svc, batches, label="phase 8")
+    figures: dict = {"8": got}
+    out(
+        f"phase 8 (a league active): {got['eps']:.0f} events/s end-to-end, request p99 "
+        f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
+    )
+    out(cpu_line("phase 8", meter.phases["8"]))
+    out(f"phase 8 service CPU per accepted result: {args.service_cpu.per('8', got['results_accepted'], 'us')}")
+    points: dict[str, int] = {}
+    for batch in batches:
+        for pid, pts, _ in batch.accepted:
+            points[pid] = points.get(pid, 0) + pts
+    league = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}")
+    seated = sum(d["players"] for d in league["divisions"])
+    cohorts = sum(d["cohorts"] for d in league["divisions"])
+    wrong = 0 if (seated, cohorts) == (len(points), -(-len(points) // 30)) else 1
+    out(f"phase 8 league: {seated} players seated in {cohorts} cohorts ({len(points)} players accepted)")
+    sample = random.Random(3).sample(sorted(points), min(args.verify, len(points)))
+    for pid in sample:
+        answer = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}/players/{pid}")
+        entries = (answer.get("cohort") or {}).get("entries", [])
+        mine = [e["score"] for e in entries if e["player_id"] == pid]
+        wrong += mine != [points[pid]] or len(entries) > 30
+    figures["league_verified"], figures["league_mismatches"] = len(sample), wrong
+    out(f"phase 8 league cohorts: {len(sample) - wrong} of {len(sample)} sampled players exact")
+    conn.close()
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
@@ -929,6 +1021,9 @@ def main() -> None:
     parser.add_argument("--memory-members", type=int, default=1_000_000)
     parser.add_argument(
         "--tournament", action=argparse.BooleanOptionalAction, default=True, help="phases 6 and 7 (tournaments)"
+    )
+    parser.add_argument(
+        "--league", action=argparse.BooleanOptionalAction, default=True, help="phase 8 (a league; needs 7)"
     )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
@@ -993,6 +1088,19 @@ def main() -> None:
         )
         if tournaments["tournament_mismatches"] or tournaments["6"]["mismatches"] or tournaments["7"]["mismatches"]:
             p1["mismatches"] += 1  # the exit status says so
+        if args.league:
+            league = asyncio.run(league_phase(args, svc, meter, tag))
+            figures["league"] = league
+            with_l = league["8"]["eps"]
+            share = with_l / without if without else float("nan")
+            summary += (
+                f"\nleagues: {with_l:.0f} events/s end-to-end with a league active (ratio to raw "
+                f"{with_l / raw['eps']:.2f}), {without:.0f} without (phase 7): {share:.2f} of the same run's "
+                f"ratio without one; cohorts {league['league_verified'] - league['league_mismatches']} of "
+                f"{league['league_verified']} sampled players exact"
+            )
+            if league["league_mismatches"] or league["8"]["mismatches"]:
+                p1["mismatches"] += 1
     if args.json:
         figures.update(
             game=game,
