@@ -1,6 +1,7 @@
-"""A league's periods: the tournament machinery (periods.py) with a league's rules. A period starts
-at each time the `reset` cron expression fires at or after `starts_at` and lasts until the next
-fire; each has a grace of LEAGUE_GRACE_S (60 s) in which results played inside it still count."""
+"""A league's periods: the tournament machinery (periods.py) with a league's rules. The first period
+starts at `starts_at` (whether or not the `reset` cron expression fires then), each later one at
+each fire after it, and each lasts until the next fire; each has a grace of LEAGUE_GRACE_S (60 s)
+in which results played inside it still count."""
 
 from datetime import datetime
 
@@ -13,7 +14,12 @@ LEAGUE_DURATION_S = 100 * 366 * 86400
 
 def league_schedule(*, starts_at: datetime, reset: str) -> Schedule:
     return Schedule(
-        starts_at=starts_at, ends_at=None, duration_s=LEAGUE_DURATION_S, reset=reset, grace_s=LEAGUE_GRACE_S
+        starts_at=starts_at,
+        ends_at=None,
+        duration_s=LEAGUE_DURATION_S,
+        reset=reset,
+        grace_s=LEAGUE_GRACE_S,
+        first_at_start=True,
     )
 
 

@@ -37,6 +37,9 @@ class Schedule:
     reset: str  # "" for one period
     grace_s: int
     ended_at: datetime | None = None
+    # A league's first period starts at `starts_at` itself even when the cron does not fire then
+    # (its later ones at each fire); a tournament's periods all start at fires.
+    first_at_start: bool = False
 
     @property
     def stop(self) -> datetime | None:
@@ -84,12 +87,13 @@ def cron_check(expression: str) -> None:
 
 
 class _Fires:
-    """The fires of one cron expression at or after one start, found so far (in order)."""
+    """The fires of one cron expression at or after one start, found so far (in order);
+    `first_at_start`: the start itself counts as the first."""
 
-    def __init__(self, reset: str, start: datetime) -> None:
+    def __init__(self, reset: str, start: datetime, first_at_start: bool = False) -> None:
         self._iter = CronSim(reset, start - _ONE_SECOND)
         self._start = start
-        self.found: list[datetime] = []
+        self.found: list[datetime] = [start] if first_at_start else []
         self.done = False
         self.lock = threading.Lock()
 
@@ -105,21 +109,22 @@ class _Fires:
             except StopIteration:
                 self.done = True
                 return
-            if fire >= self._start:
+            if fire >= self._start and (not self.found or fire > self.found[-1]):
                 self.found.append(fire)
 
 
-_FIRES: dict[tuple[str, datetime], _Fires] = {}
+_FIRES: dict[tuple[str, datetime, bool], _Fires] = {}
 _FIRES_LOCK = threading.Lock()
 
 
-def _fires(reset: str, start: datetime) -> _Fires:
+def _fires(schedule: Schedule) -> _Fires:
+    key = (schedule.reset, schedule.starts_at, schedule.first_at_start)
     with _FIRES_LOCK:
-        fires = _FIRES.get((reset, start))
+        fires = _FIRES.get(key)
         if fires is None:
             if len(_FIRES) > 10_000:
                 _FIRES.clear()
-            fires = _FIRES[(reset, start)] = _Fires(reset, start)
+            fires = _FIRES[key] = _Fires(*key)
         return fires
 
 
@@ -142,7 +147,7 @@ def period_number(schedule: Schedule, index: int) -> Period | None:
         return None
     if not schedule.reset:
         return _period(schedule, 1, schedule.starts_at, None) if index == 1 else None
-    fires = _fires(schedule.reset, schedule.starts_at)
+    fires = _fires(schedule)
     with fires.lock:
         fires.upto(count=index + 1)
         found = fires.found
@@ -171,7 +176,7 @@ def period_holding(schedule: Schedule, moment: datetime) -> Period | None:
     if not schedule.reset:
         only = period_number(schedule, 1)
         return only if only is not None and only.contains(moment) else None
-    fires = _fires(schedule.reset, schedule.starts_at)
+    fires = _fires(schedule)
     with fires.lock:
         fires.upto(until=moment)
         found = list(fires.found)
@@ -207,7 +212,7 @@ def period_last_before(schedule: Schedule, now: datetime) -> Period | None:
     if not schedule.reset:
         only = period_number(schedule, 1)
         return only if only is not None and only.starts_at <= now else None
-    fires = _fires(schedule.reset, schedule.starts_at)
+    fires = _fires(schedule)
     with fires.lock:
         fires.upto(until=now)
         found = list(fires.found)

@@ -32,10 +32,11 @@ def test_create_then_same_body_then_replace_before_the_start(client, key):
     answer = created.json()
     assert answer["id"] == "weekly"
     assert (answer["cohort_size"], answer["scoring"], answer["demote_idle"]) == (30, "sum", False)
+    # The first period runs from the start to the first fire after it (midnight).
     first_fire = (later + timedelta(days=1)).replace(hour=0, minute=0) if later.hour or later.minute else later
     assert answer["period"]["index"] == 1
-    assert answer["period"]["starts_at"] == iso(first_fire)
-    assert answer["period"]["ends_at"] == iso(first_fire + timedelta(days=1))
+    assert answer["period"]["starts_at"] == iso(later)
+    assert answer["period"]["ends_at"] == iso(first_fire if first_fire > later else later + timedelta(days=1))
     assert answer["period"]["status"] == "upcoming"
     assert answer["divisions"][1] == {"name": "silver", "promote": 7, "demote": 5, "players": 0, "cohorts": 0}
     again = signed_call(client, key, "PUT", f"{BASE}/weekly", body)

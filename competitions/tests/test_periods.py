@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
+from competitions.league_periods import league_schedule
 from competitions.periods import (
     Schedule,
     period_holding,
@@ -59,3 +60,20 @@ def test_ending_cuts_the_current_period_and_starts_no_later_one():
     assert period_number(ended, 4) is None
     assert period_to_enter(ended, at(3, 7)) is None
     assert period_shown(ended, at(5)).index == 3
+
+
+def test_a_league_period_starts_at_its_start_then_at_each_fire():
+    # Mondays 00:00 (Dec 7, 14 2026); the league starts on a Friday afternoon: its first period
+    # runs from then to the first fire, not from the first fire on.
+    schedule = league_schedule(starts_at=at(4, 15, 30), reset="0 0 * * 1")
+    assert [(p.index, p.starts_at, p.ends_at) for p in periods_started(schedule, at(10))] == [
+        (1, at(4, 15, 30), at(7)),
+        (2, at(7), at(14)),
+        (3, at(14), at(21)),  # the next, upcoming
+    ]
+    assert period_holding(schedule, at(4, 15, 30)).index == 1
+    assert period_holding(schedule, at(4, 15, 29)) is None
+    assert period_holding(schedule, at(7)).index == 2
+    # Starting on a fire: that fire is the first period's start, counted once.
+    aligned = league_schedule(starts_at=at(7), reset="0 0 * * 1")
+    assert [(p.starts_at, p.ends_at) for p in periods_started(aligned, at(8))] == [(at(7), at(14)), (at(14), at(21))]
