@@ -11,6 +11,8 @@ class CompetitionsConfig(AppConfig):
         from boards.pages import game_links_set
         from boards.slots import whole_slots_source_add
 
+        from .league_models import League
+        from .league_standings import conf_publish_on_save as league_conf_publish_on_save
         from .links import GAME_LINKS, links_refresh_on_change
         from .live import PUSHES, live_refresh_on_save
         from .models import Tournament
@@ -19,6 +21,7 @@ class CompetitionsConfig(AppConfig):
 
         # The fast entrance's copy of a tournament follows every save of its row.
         post_save.connect(conf_publish_on_save, sender=Tournament, dispatch_uid="tournament_conf_publish")
+        post_save.connect(league_conf_publish_on_save, sender=League, dispatch_uid="league_conf_publish")
         # The live publisher (boards/events.py) pushes the changed period boards too; a save (an
         # `end`, a new window) counts as a change of the current period's board.
         push_source_add(PUSHES)

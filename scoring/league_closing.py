@@ -48,7 +48,7 @@ from competitions.league_models import (
     LeagueStanding,
 )
 from competitions.league_periods import league_period
-from competitions.league_reads import zone_counts
+from competitions.league_standings import zone_counts
 from competitions.periods import Period
 from events.services import events_publish_many
 from events.types import LEAGUE_COHORT_FINAL
