@@ -39,6 +39,11 @@ class CohortRef:
         )
 
 
+def _names(game_id: int, player_ids: list[str]) -> dict[str, str]:
+    found = Player.objects.filter(game_id=game_id, player_id__in=player_ids, display_name__isnull=False)
+    return {player_id: name for player_id, name in found.values_list("player_id", "display_name") if name}
+
+
 def _live_entries(ref: CohortRef) -> list[dict[str, Any]]:
     """The cohort's board as both entrances read it (league_standings.py)."""
     return cohort_select(conf_current(ref.league), ref.period, (ref.division, ref.number))
