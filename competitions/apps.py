@@ -11,6 +11,7 @@ class CompetitionsConfig(AppConfig):
         from boards.pages import game_links_set
         from boards.slots import whole_slots_source_add
 
+        from .league_live import PUSHES as LEAGUE_PUSHES
         from .league_models import League
         from .league_standings import conf_publish_on_save as league_conf_publish_on_save
         from .links import GAME_LINKS, links_refresh_on_change
@@ -25,6 +26,7 @@ class CompetitionsConfig(AppConfig):
         # The live publisher (boards/events.py) pushes the changed period boards too; a save (an
         # `end`, a new window) counts as a change of the current period's board.
         push_source_add(PUSHES)
+        push_source_add(LEAGUE_PUSHES)  # and the changed league cohort boards
         post_save.connect(live_refresh_on_save, sender=Tournament, dispatch_uid="tournament_live_refresh")
         # The game's page links its tournaments (boards/pages.py), from a document each change rewrites.
         game_links_set(GAME_LINKS)
