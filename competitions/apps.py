@@ -32,5 +32,7 @@ class CompetitionsConfig(AppConfig):
         game_links_set(GAME_LINKS)
         post_save.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_save")
         post_delete.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_delete")
+        post_save.connect(links_refresh_on_change, sender=League, dispatch_uid="league_links_save")
+        post_delete.connect(links_refresh_on_change, sender=League, dispatch_uid="league_links_delete")
         # On a Redis Cluster, the live periods' slots get the game's pause flag and hidden players.
         whole_slots_source_add(period_tags_live)
