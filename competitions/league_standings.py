@@ -181,12 +181,12 @@ def cohort_select(conf: LeagueConf, period: Period, seat: tuple[int, int]) -> li
     redis = boards_client()
     if on_cluster():
         board = keys.cohort_board_key(conf.game, conf.slug, period.index, *seat)
-        raw = list(redis.zrange(board, 0, -1, withscores=True))  # type: ignore[arg-type]
+        raw: list[Any] = list(redis.zrange(board, 0, -1, withscores=True))
         members = [str(member) for member, _ in raw]
         hidden = redis.smismember(hidden_key(conf.game), members) if members else []
         names = redis.hmget(names_key(conf.game), members) if members else []
         flat: list[Any] = []
-        for (member, score), gone, name in zip(raw, hidden, names, strict=True):  # type: ignore[arg-type]
+        for (member, score), gone, name in zip(raw, hidden, names, strict=True):
             if not gone:
                 flat += [str(member), score, name]
     else:

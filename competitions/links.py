@@ -3,11 +3,11 @@ first) and the upcoming ones (soonest start first), on the game's board page fro
 then links to the game's leagues (their pages, league_pages.py).
 
 Both read one document per game from Redis (keys.links_key): the title and window of each of the
-game's tournaments that has not ended, and each league's id and title, written from the database after every save or deletion of
-a tournament (once committed: apps.py) and by Django's page when Redis has none. It expires
-(LINKS_TTL_S), so a write that raced another's and lost is gone soon after. Which tournaments are
-active or upcoming is worked out from the clock (periods.py) at each request; the HTML is kept in
-the process until the first moment it would change.
+game's tournaments that has not ended, and each league's id and title, written from the database
+after every save or deletion of a tournament or a league (once committed: apps.py) and by Django's
+page when Redis has none. It expires (LINKS_TTL_S), so a write that raced another's and lost is
+gone soon after. Which tournaments are active or upcoming is worked out from the clock (periods.py)
+at each request; the HTML is kept in the process until the first moment it would change.
 """
 
 import html

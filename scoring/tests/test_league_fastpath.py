@@ -114,7 +114,7 @@ def test_the_fast_entrance_answers_the_live_reads_as_django_does(rule):
 
 
 def test_hidden_players_leave_the_cohort_and_its_zones_on_both_entrances():
-    league = seeded()
+    seeded()
     same(f"{BASE}/players/maya", fast=False)
     boards_client().sadd(hidden_key("arena"), "ana")  # as a privacy request hides
     entries = same(f"{BASE}/players/maya").json()["cohort"]["entries"]
