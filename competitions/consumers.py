@@ -21,7 +21,7 @@ from boards.consumers import PacedTopConsumer
 from common.operations import digits_only
 
 from .league_live import Snapshot as CohortSnapshot
-from .league_live import cohort_group, cohort_snapshot
+from .league_live import cohort_group, cohort_snapshot, cohort_watch
 from .live import Snapshot, follow_group, live_snapshot, period_group
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ class LeagueCohortConsumer(PacedTopConsumer):
     the frozen cohort is pushed by the period's end."""
 
     cohort_args: tuple[str, str, str]  # game, league, cohort id
+    watch: tuple[str, str, int] | None = None  # where this connection counts itself as a follower
 
     async def connect(self) -> None:
         kwargs = self.scope["url_route"]["kwargs"]
@@ -94,10 +95,21 @@ class LeagueCohortConsumer(PacedTopConsumer):
             return
         self.group = cohort_group(game, slug, cohort)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.watch = first.watch
+        await database_sync_to_async(cohort_watch)(first.watch, 1)
         await self.accept()
         self.connected(game)
         self._offer(first.text)
         self.roller = asyncio.ensure_future(self._look_again(first.next_look))
+
+    async def disconnect(self, code: int) -> None:
+        if self.watch is not None:
+            watch, self.watch = self.watch, None
+            try:
+                await database_sync_to_async(cohort_watch)(watch, -1)
+            except Exception:  # Redis unreachable: a count left behind costs reads only (league_live.py)
+                logger.warning("live: cohort %s follower not counted out", self.cohort_args, exc_info=True)
+        await super().disconnect(code)
 
     def _snapshot(self) -> CohortSnapshot | None:
         game, slug, cohort = self.cohort_args

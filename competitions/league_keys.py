@@ -13,6 +13,8 @@ against the player map and every division's counters at once, on one Redis or on
                                             set of "division:number", left by a transaction that
                                             gave its seat back): the next players fill them first
     lb:l:{game}:{league}:{period}:z:{tag}   a fill's staging copy of the map (renamed into place)
+    lb:l:{game}:{league}:{period}:w:{tag}   the cohorts followed over WebSockets (a hash: "D:N" ->
+                                            open connections; league_live.py pushes only these)
 Each cohort's board has a tag of its own, `{game.l.league.period.division.number}`, so the cohorts
 of a large league spread over the slots:
     lb:l:{game}:{league}:{period}:c:{division}:{number}:b:{ctag}   the cohort's board (a sorted
@@ -58,6 +60,10 @@ def holes_key(game: str, league: str, period: int) -> str:
 
 def staging_key(game: str, league: str, period: int) -> str:
     return f"{_base(game, league, period)}:z:{period_tag(game, league, period)}"
+
+
+def watch_key(game: str, league: str, period: int) -> str:
+    return f"{_base(game, league, period)}:w:{period_tag(game, league, period)}"
 
 
 def cohort_board_key(game: str, league: str, period: int, division: int, number: int) -> str:

@@ -1,18 +1,23 @@
 """A league cohort over WebSockets (docs/api.md, "Leagues"; competitions/league_live.py and
 consumers.py): the whole cohort on connect, a push after a result is applied, never two within a
-second (the newest wins), and the frozen cohort pushed by the period's end."""
+second (the newest wins), only cohorts someone follows read, and the frozen cohort pushed by the
+period's end."""
 
 import asyncio
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import connections
 from django.utils import timezone
 
 from boards.events import publish_live
+from common.redis import boards_client
+from competitions import league_keys
+from competitions.league_live import cohort_group, cohort_pushes
 from competitions.league_periods import league_period_shown
 from competitions.routing import websocket_urlpatterns as competition_sockets
 from competitions.testing import make_league
@@ -73,15 +78,23 @@ def test_the_cohort_on_connect_then_one_push_for_two_results_within_a_second(cli
         )
         # 3 of 5: floor(2 x 3 / 5) = 1 up
         assert lines(first) == [("maya", 50, "promote"), ("leo", 30, "stay"), ("kim", 5, "stay")]
+
+        # Two pushes within the second after the first message: one is sent, the newest.
+        layer = get_channel_layer()
+        group = cohort_group("arena", "weekly", f"{index}-bronze-1")
+        for text in ('{"n":1}', '{"n":2}'):
+            await layer.group_send(group, {"type": "board.top", "text": text, "period": index})
+        assert await socket.receive_json_from(timeout=3) == {"n": 2}
+        assert await socket.receive_nothing(timeout=1.2)  # the one before it was dropped, not queued
+
         # The message is the cohort read's answer, with its type.
         rest = await sync_to_async(client.get)(f"/api/v1/games/arena/leagues/weekly/cohorts/{index}-bronze-1")
         assert {k: v for k, v in first.items() if k != "type"} == rest.json()
 
-        # Two results within the second after the first message: one push, the newest.
-        for points in ({"amy": 40}, {"bob": 60}):
-            await sync_to_async(play)(game, key, points)
-            await sync_to_async(publish_live)()
-            await asyncio.sleep(0.25)  # past the publisher's claim: each is sent to the group
+        # Results applied: the publisher pushes the cohort.
+        await sync_to_async(play)(game, key, {"amy": 40})
+        await sync_to_async(play)(game, key, {"bob": 60})
+        await sync_to_async(publish_live)()
         pushed = await socket.receive_json_from(timeout=3)
         assert lines(pushed) == [
             ("bob", 60, "promote"),
@@ -90,13 +103,20 @@ def test_the_cohort_on_connect_then_one_push_for_two_results_within_a_second(cli
             ("leo", 30, "stay"),
             ("kim", 5, "stay"),
         ]
-        assert await socket.receive_nothing(timeout=1.2)  # the one before it was dropped, not queued
 
-        # Another cohort's result pushes nothing here.
+        # Another cohort's result pushes nothing here; nobody follows bronze 2: it is not even read.
         await sync_to_async(play)(game, key, {"zed": 1})  # the cohort is full: bronze 2
         await sync_to_async(publish_live)()
         assert await socket.receive_nothing(timeout=1.2)
+        boards = [league_keys.cohort_board_key("arena", "weekly", index, 0, n) for n in (1, 2)]
+        pushes = await sync_to_async(cohort_pushes)(boards, timezone.now())
+        assert [push.key for push in pushes] == boards[:1]
         await closed(socket)
+
+        # Its last follower gone, bronze 1 is not read either.
+        watch = league_keys.watch_key("arena", "weekly", index)
+        assert await sync_to_async(boards_client().hget)(watch, "0:1") == "0"
+        assert await sync_to_async(cohort_pushes)(boards, timezone.now()) == []
 
     asyncio.run(scenario())
 
