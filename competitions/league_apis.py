@@ -4,6 +4,7 @@ builds Django's views from `LEAGUE_OPERATIONS`, drf-spectacular the OpenAPI docu
 one call."""
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -13,7 +14,7 @@ from rest_framework.response import Response
 
 from anticheat.signed import PARSE_ERROR, signed, verified_json
 from boards.params import throttle_reads
-from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED
+from common.api_errors import BOARDS_DOWN, NOT_FOUND, THROTTLED, ApiError
 from common.formats import PLAYER_ID_RE
 from common.openapi import GAME_PARAM, PLAYER_PARAM, path_param
 from common.operations import INVALID, Args, Operation
@@ -26,6 +27,7 @@ from .league_problems import LEAGUE_STARTED, UNKNOWN_COHORT, UNKNOWN_LEAGUE
 from .league_reads import cohort_find, cohort_view, history_view, player_view
 from .league_selectors import league_get, league_view
 from .league_services import league_put
+from .league_standings import conf_current
 from .league_validation import league_validate
 
 LEAGUE_ID_PATTERN = r"^[a-z0-9-]{1,40}$"
@@ -76,9 +78,26 @@ def _player(args: Args) -> str:
     return str(args["player_id"])
 
 
+@dataclass(frozen=True)
+class LeagueRead:
+    """A cohort read the fast entrance (league_fastpath.py) serves while its period is not final:
+    `player` the player read (the seat looked up), else the cohort read (the seat named)."""
+
+    player: bool
+
+
+PLAYER_READ = LeagueRead(player=True)
+COHORT_READ = LeagueRead(player=False)
+
+
+def unknown_cohort(text: str) -> ApiError:
+    return UNKNOWN_COHORT(f"No cohort {text!r} in this league.")
+
+
 def league_player_call(request: Request, args: Args) -> dict[str, Any]:
     throttle_reads(request)
     league = _league(_game(args["game"]), args["league_id"])
+    conf_current(league)  # the fast entrance's copy, written again when missing or older
     return player_view(league=league, player_id=_player(args), now=timezone.now())
 
 
@@ -91,9 +110,10 @@ def league_history_call(request: Request, args: Args) -> dict[str, Any]:
 def league_cohort_call(request: Request, args: Args) -> dict[str, Any]:
     throttle_reads(request)
     league = _league(_game(args["game"]), args["league_id"])
+    conf_current(league)
     ref = cohort_find(league=league, text=args["cohort_id"])
     if ref is None:
-        raise UNKNOWN_COHORT(f"No cohort {args['cohort_id']!r} in this league.")
+        raise unknown_cohort(args["cohort_id"])
     return cohort_view(ref, timezone.now())
 
 
@@ -144,6 +164,7 @@ LEAGUE_OPERATIONS: list[Operation] = [
         path_params=(*_PATH, PLAYER_PARAM),
         answer=shapes.LeaguePlayerSerializer,
         errors=(INVALID, NOT_FOUND, UNKNOWN_LEAGUE, THROTTLED, BOARDS_DOWN),
+        fast=PLAYER_READ,
     ),
     Operation(
         id="league_player_history",
@@ -166,5 +187,6 @@ LEAGUE_OPERATIONS: list[Operation] = [
         path_params=(*_PATH, COHORT_PARAM),
         answer=shapes.CohortSerializer,
         errors=(NOT_FOUND, UNKNOWN_LEAGUE, UNKNOWN_COHORT, THROTTLED, BOARDS_DOWN),
+        fast=COHORT_READ,
     ),
 ]

@@ -13,12 +13,20 @@ against the player map and every division's counters at once, on one Redis or on
                                             set of "division:number", left by a transaction that
                                             gave its seat back): the next players fill them first
     lb:l:{game}:{league}:{period}:z:{tag}   a fill's staging copy of the map (renamed into place)
+    lb:l:{game}:{league}:{period}:w:{tag}   the cohorts followed over WebSockets (a hash: "D:N" ->
+                                            open connections; league_live.py pushes only these)
 Each cohort's board has a tag of its own, `{game.l.league.period.division.number}`, so the cohorts
 of a large league spread over the slots:
     lb:l:{game}:{league}:{period}:c:{division}:{number}:b:{ctag}   the cohort's board (a sorted
                                             set of encoded scores; `:d` and `:v` as boards/keys.py
                                             names them for every board)
 The keys expire a while after the period's grace ends; a final period is read from PostgreSQL.
+The board writer marks a cohort's board as changed in the live publisher's set (boards/keys.py
+`lb:dirty`) by its key; `cohort_board_key_parse` reads the key back (league_live.py).
+
+The fast entrance's copy of a league's read configuration (league_standings.py), tagged
+`{game.l.league}`:
+    lb:lc:{game}:{league}:{ltag}            a JSON document, and `lb:lc:{game}:{league}:v:{ltag}` its version
 """
 
 from common.redis import key_prefix
@@ -54,6 +62,10 @@ def staging_key(game: str, league: str, period: int) -> str:
     return f"{_base(game, league, period)}:z:{period_tag(game, league, period)}"
 
 
+def watch_key(game: str, league: str, period: int) -> str:
+    return f"{_base(game, league, period)}:w:{period_tag(game, league, period)}"
+
+
 def cohort_board_key(game: str, league: str, period: int, division: int, number: int) -> str:
     tag = cohort_tag(game, league, period, division, number)
     return f"{_base(game, league, period)}:c:{division}:{number}:b:{tag}"
@@ -62,3 +74,39 @@ def cohort_board_key(game: str, league: str, period: int, division: int, number:
 def period_pattern(game: str, league: str) -> str:
     """Every key of every period of a league (SCAN)."""
     return f"{key_prefix()}:l:{game}:{league}:*"
+
+
+def cohort_board_template(game: str, league: str, period: int) -> str:
+    """A period's cohort board key with `%D` for the division and `%N` for the number: the read
+    script (lua/league_cohort.lua) names the board of a seat it looked up."""
+    return cohort_board_key(game, league, period, "%D", "%N")  # type: ignore[arg-type]
+
+
+def cohort_board_key_parse(key: str) -> tuple[str, str, int, int, int] | None:
+    """(game, league, period, division, number) of a cohort board's key; None for any other key."""
+    head = f"{key_prefix()}:l:"
+    if not key.startswith(head):
+        return None
+    parts = key[len(head) :].split(":")
+    if len(parts) != 8 or parts[3] != "c" or parts[6] != "b":
+        return None
+    numbers = (parts[2], parts[4], parts[5])
+    if not all(part.isascii() and part.isdigit() for part in numbers):
+        return None
+    game, league = parts[0], parts[1]
+    period, division, number = (int(part) for part in numbers)
+    found = (game, league, period, division, number)
+    return found if key == cohort_board_key(*found) else None
+
+
+def league_tag(game: str, league: str) -> str:
+    return f"{{{game}.l.{league}}}"
+
+
+def conf_key(game: str, league: str) -> str:
+    """The fast entrance's copy of a league's read configuration (league_standings.py)."""
+    return f"{key_prefix()}:lc:{game}:{league}:{league_tag(game, league)}"
+
+
+def conf_version_key(game: str, league: str) -> str:
+    return f"{key_prefix()}:lc:{game}:{league}:v:{league_tag(game, league)}"

@@ -12,20 +12,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from boards import keys as board_keys
-from boards.codec import ScoreCodec
 from boards.gone import gone_players
 from boards.models import Player
-from boards.ranking import Ranker
-from common.redis import boards_client
 
-from .league_boards import cohort_board, cohort_id, cohort_id_parse
+from .league_boards import cohort_id, cohort_id_parse
 from .league_models import League, LeagueCohort, LeagueMember, LeaguePlayer, LeagueStanding
 from .league_periods import league_period, league_period_shown
 from .league_selectors import league_period_view
+from .league_standings import DEMOTE, PROMOTE, STAY, cohort_select, conf_current
 from .periods import Period
 
-PROMOTE, STAY, DEMOTE = "promote", "stay", "demote"
 ZONE_OF_OUTCOME = {"promoted": PROMOTE, "stayed": STAY, "demoted": DEMOTE}
 
 
@@ -43,52 +39,14 @@ class CohortRef:
         )
 
 
-def zone_counts(league: League, division: int, n: int) -> tuple[int, int]:
-    """(players promoted, players demoted) of a cohort of n players in this division."""
-    conf = league.divisions[division]
-    return conf["promote"] * n // league.cohort_size, conf["demote"] * n // league.cohort_size
-
-
-def zone_of(position: int, n: int, up: int, down: int) -> str:
-    if position < up:
-        return PROMOTE
-    if position >= n - down:
-        return DEMOTE
-    return STAY
-
-
 def _names(game_id: int, player_ids: list[str]) -> dict[str, str]:
     found = Player.objects.filter(game_id=game_id, player_id__in=player_ids, display_name__isnull=False)
     return {player_id: name for player_id, name in found.values_list("player_id", "display_name") if name}
 
 
 def _live_entries(ref: CohortRef) -> list[dict[str, Any]]:
-    league = ref.league
-    board = cohort_board(league=league, period=ref.period, division=ref.division, number=ref.number)
-    redis = boards_client()
-    raw: list[tuple[str, float]] = list(redis.zrange(board.key, 0, -1, withscores=True))  # type: ignore[arg-type]
-    order = sorted(((str(member), int(score)) for member, score in raw), key=lambda item: (-item[1], item[0]))
-    players = [player_id for player_id, _ in order]
-    if players:
-        hidden = redis.smismember(board_keys.hidden_key(league.game.slug), players)
-        order = [item for item, gone in zip(order, hidden, strict=True) if not gone]
-    names = _names(league.game_id, [player_id for player_id, _ in order])
-    codec = ScoreCodec(board.time_bits)
-    ranker = Ranker(league.game.tie_rule)
-    up, down = zone_counts(league, ref.division, len(order))
-    entries = []
-    for position, (player_id, encoded) in enumerate(order):
-        points = codec.points(encoded)
-        entries.append(
-            {
-                "rank": ranker.rank(points),
-                "player_id": player_id,
-                "display_name": names.get(player_id),
-                "score": points,
-                "zone": zone_of(position, len(order), up, down),
-            }
-        )
-    return entries
+    """The cohort's board as both entrances read it (league_standings.py)."""
+    return cohort_select(conf_current(ref.league), ref.period, (ref.division, ref.number))
 
 
 def _final_entries(ref: CohortRef) -> list[dict[str, Any]]:

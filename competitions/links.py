@@ -1,12 +1,13 @@
 """The game page's tournaments (boards/pages.py `GameLinks`): links to the active ones (soonest end
-first) and the upcoming ones (soonest start first), on the game's board page from both entrances.
+first) and the upcoming ones (soonest start first), on the game's board page from both entrances;
+then links to the game's leagues (their pages, league_pages.py).
 
 Both read one document per game from Redis (keys.links_key): the title and window of each of the
-game's tournaments that has not ended, written from the database after every save or deletion of
-a tournament (once committed: apps.py) and by Django's page when Redis has none. It expires
-(LINKS_TTL_S), so a write that raced another's and lost is gone soon after. Which tournaments are
-active or upcoming is worked out from the clock (periods.py) at each request; the HTML is kept in
-the process until the first moment it would change.
+game's tournaments that has not ended, and each league's id and title, written from the database
+after every save or deletion of a tournament or a league (once committed: apps.py) and by Django's
+page when Redis has none. It expires (LINKS_TTL_S), so a write that raced another's and lost is
+gone soon after. Which tournaments are active or upcoming is worked out from the clock (periods.py)
+at each request; the HTML is kept in the process until the first moment it would change.
 """
 
 import html
@@ -24,6 +25,7 @@ from common.formats import iso
 from common.redis import client
 
 from . import keys
+from .league_models import League
 from .models import Tournament
 from .periods import Schedule, period_holding, period_next
 
@@ -52,7 +54,8 @@ def links_fill(game: str) -> str:
         rows.append(
             {name: (iso(value) if name in _TIMES and value is not None else value) for name, value in row.items()}
         )
-    document = orjson.dumps({"game": game, "tournaments": rows}).decode()
+    leagues = list(League.objects.filter(game__slug=game).order_by("slug").values("slug", "title")[:MAX_LINKS])
+    document = orjson.dumps({"game": game, "tournaments": rows, "leagues": leagues}).decode()
     client().set(keys.links_key(game), document, ex=LINKS_TTL_S)
     return document
 
@@ -92,9 +95,10 @@ def _links_render(document: dict[str, Any], now: datetime) -> tuple[str, datetim
     until = min([moment for moment, _ in active + upcoming], default=now + timedelta(days=1))
     shown = [("active", "ends", moment, row) for moment, row in active]
     shown += [("upcoming", "starts", moment, row) for moment, row in upcoming]
-    if not shown:
-        return "", until
     game = html.escape(document["game"])
+    leagues = _leagues_html(game, document.get("leagues") or [])
+    if not shown:
+        return leagues, until
     items = "".join(
         f'<li class="{state}"><a href="/games/{game}/tournaments/{html.escape(row["slug"])}/">'
         f'{html.escape(row["title"])}</a> <span class="when">{state}, {verb} '
@@ -103,11 +107,23 @@ def _links_render(document: dict[str, Any], now: datetime) -> tuple[str, datetim
     )
     return (
         f'<nav id="tournaments" class="tournaments" aria-label="Tournaments"><h2>Tournaments</h2><ul>{items}</ul></nav>'
+        + leagues
     ), until
 
 
-def links_refresh_on_change(sender: Any, instance: Tournament, **kwargs: Any) -> None:
-    """After a tournament's row is saved or deleted: its game's document written again, once the
+def _leagues_html(game: str, leagues: list[dict[str, Any]]) -> str:
+    """The game's leagues: a link to each one's page (which asks for the player)."""
+    if not leagues:
+        return ""
+    items = "".join(
+        f'<li><a href="/games/{game}/leagues/{html.escape(row["slug"])}/">{html.escape(row["title"])}</a></li>'
+        for row in leagues
+    )
+    return f'<nav id="leagues" class="tournaments" aria-label="Leagues"><h2>Leagues</h2><ul>{items}</ul></nav>'
+
+
+def links_refresh_on_change(sender: Any, instance: Tournament | League, **kwargs: Any) -> None:
+    """After a tournament's or a league's row is saved or deleted: its game's document written again, once the
     change has committed (connected in apps.py)."""
     game = instance.game.slug
     transaction.on_commit(lambda: links_fill(game), robust=True)

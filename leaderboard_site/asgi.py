@@ -1,5 +1,6 @@
 """ASGI entry point: the hot board reads on their fast path (boards/fastpath.py), the tournament
-board reads on theirs (competitions/fastpath.py), single-result
+board reads on theirs (competitions/fastpath.py), the live league cohort reads on theirs
+(competitions/league_fastpath.py), single-result
 POSTs on theirs (scoring/fastpath.py, in groups), every other HTTP request through Django behind a
 per-process admission limit (admission.py), in one hop to a thread (django_handler.py); WebSockets
 through each app's routing. In front of all HTTP: the request id and the request metrics
@@ -24,13 +25,14 @@ from boards.fastpath import FastReads  # noqa: E402
 from boards.routing import websocket_urlpatterns as board_sockets  # noqa: E402
 from common.observability import Observed  # noqa: E402
 from competitions.fastpath import FastStandings  # noqa: E402
+from competitions.league_fastpath import FastLeagues  # noqa: E402
 from competitions.routing import websocket_urlpatterns as tournament_sockets  # noqa: E402
 from leaderboard_site.admission import DjangoAdmission  # noqa: E402
 from scoring.fastpath import FastSingles  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": Observed(FastReads(FastStandings(FastSingles(DjangoAdmission(django_asgi_app))))),
+        "http": Observed(FastReads(FastStandings(FastLeagues(FastSingles(DjangoAdmission(django_asgi_app)))))),
         "websocket": AllowedHostsOriginValidator(URLRouter([*board_sockets, *tournament_sockets])),
     }
 )

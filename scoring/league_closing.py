@@ -33,9 +33,11 @@ from boards.codec import reached_seconds
 from boards.gone import gone_players
 from boards.keys import epoch_micros
 from boards.ranking import Ranker
+from boards.writer import boards_touched
 from common.db import copy_rows
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
 from competitions.league_boards import cohort_id
+from competitions.league_keys import cohort_board_key
 from competitions.league_models import (
     League,
     LeagueCohort,
@@ -48,7 +50,7 @@ from competitions.league_models import (
     LeagueStanding,
 )
 from competitions.league_periods import league_period
-from competitions.league_reads import zone_counts
+from competitions.league_standings import zone_counts
 from competitions.periods import Period
 from events.services import events_publish_many
 from events.types import LEAGUE_COHORT_FINAL
@@ -172,6 +174,9 @@ def _cohorts_freeze(league: League, period: Period, now: datetime, chunk: int) -
             events.append(_event(league, period, names[cohort.division], name, lines))
         _store(league, period, cohorts, standings, divisions)
         events_publish_many(game=league.game, type=LEAGUE_COHORT_FINAL, items=events, now=now)
+        # Their live connections get the frozen cohort (competitions/league_live.py), once committed.
+        frozen = [cohort_board_key(league.game.slug, league.slug, period.index, c.division, c.number) for c in cohorts]
+        transaction.on_commit(lambda: boards_touched(frozen), robust=True)
     return len(cohorts)
 
 
