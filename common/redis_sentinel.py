@@ -206,6 +206,13 @@ class LocalSentinels:
             else:
                 _wait(lambda: not self.alive(port), 5)
 
+    def pause(self, port: int) -> None:
+        """SIGSTOP: the process holds still (a replica that reads nothing more), until `resume`."""
+        os.kill(self.pids[port], signal.SIGSTOP)
+
+    def resume(self, port: int) -> None:
+        os.kill(self.pids[port], signal.SIGCONT)
+
     def restart(self, port: int) -> None:
         """Start a Redis again (with its data): the sentinels make it a replica of the primary now."""
         binary = shutil.which("redis-server")

@@ -17,7 +17,7 @@ from .failover import failover_check, failover_noticed
 from .freezing import seasons_freeze_due
 from .league_closing import league_periods_close_due
 from .moderation import anomalies_review
-from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_select
+from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_due_now, unapplied_select
 from .reconcile import boards_reconcile as reconcile
 from .recovery import boards_recover_if_lost
 from .tournament_freezing import tournament_periods_freeze_due
@@ -140,6 +140,7 @@ def boards_recover() -> int:
     try:
         report = boards_recover_if_lost()
         if failover_noticed():  # another Redis answers (failover.py): compare the boards in full
+            unapplied_due_now()  # and the apply tasks the queue may have lost: sent again at once
             redis_failover_check.delay(time.time())
     except RedisError as exc:  # Redis is down (not empty): the next check asks again
         logger.info("boards check: Redis unavailable (%s)", exc.__class__.__name__)
