@@ -163,7 +163,7 @@ class FastReads:
             }
             pool: redis.asyncio.ConnectionPool
             if is_sentinel_url(url):
-                sentinels, db = sentinels_of(url)
+                sentinels, primary = sentinels_of(url)
                 manager = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
                     sentinels, sentinel_kwargs=dict(settings.REDIS_SENTINEL_KWARGS)
                 )
@@ -171,7 +171,7 @@ class FastReads:
                     str(settings.REDIS_SENTINEL_MASTER),
                     manager,
                     connection_class=AsyncTimedSentinelConnection,
-                    db=db,
+                    **primary,
                     **options,
                 )
             else:

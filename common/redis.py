@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import redis
 import redis.asyncio
@@ -102,9 +103,9 @@ def client_for(url: str) -> redis.Redis:
                 "retry": quick_retry(),
             }
             if is_sentinel_url(url):
-                sentinels, db = sentinels_of(url)
+                sentinels, primary = sentinels_of(url)
                 manager = Sentinel(sentinels, sentinel_kwargs=dict(settings.REDIS_SENTINEL_KWARGS))  # type: ignore[no-untyped-call]
-                _clients[url] = manager.master_for(str(settings.REDIS_SENTINEL_MASTER), db=db, **options)  # type: ignore[no-untyped-call]
+                _clients[url] = manager.master_for(str(settings.REDIS_SENTINEL_MASTER), **primary, **options)  # type: ignore[no-untyped-call]
             else:
                 _clients[url] = redis.Redis.from_url(url, **options)
         return _clients[url]
@@ -114,16 +115,20 @@ def is_sentinel_url(url: str) -> bool:
     return url.startswith("sentinel://")
 
 
-def sentinels_of(url: str) -> tuple[list[tuple[str, int]], int]:
-    """The sentinels (host, port) and the database number of a `sentinel://h:p/DB;...` URL
-    (settings/env.py `sentinel_url`)."""
-    sentinels, db = [], 0
+def sentinels_of(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """The sentinels (host, port) of a `sentinel://[:PW@]h:p/DB;...` URL (settings/env.py
+    `sentinel_url`), and the primary's connection options it names (`db`, `password`)."""
+    sentinels: list[tuple[str, int]] = []
+    primary: dict[str, Any] = {"db": 0}
     for part in url.split(";"):
-        address, _, path = part.removeprefix("sentinel://").partition("/")
-        host, _, port = address.rpartition(":")
-        sentinels.append((host.strip("[]"), int(port)))
-        db = int(path) if path.isdigit() else db
-    return sentinels, db
+        parsed = urlparse(part)
+        sentinels.append((str(parsed.hostname), int(parsed.port or 26379)))
+        path = parsed.path.lstrip("/")
+        if path.isdigit():
+            primary["db"] = int(path)
+        if parsed.password:
+            primary["password"] = unquote(parsed.password)
+    return sentinels, primary
 
 
 # Settings every read and write asks for, several times a request: read once per process (a

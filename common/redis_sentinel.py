@@ -180,12 +180,13 @@ class LocalSentinels:
         pid = self.pids.get(port)
         if pid is None:
             return False
-        try:
-            os.kill(pid, 0)
+        proc = self._procs.get(port)
+        if proc is not None:
+            return proc.poll() is None
+        try:  # a group this process attached to: the pid must still be a redis-server (not reused)
+            return "redis" in Path(f"/proc/{pid}/comm").read_text()
         except OSError:
             return False
-        proc = self._procs.get(port)
-        return proc is None or proc.poll() is None
 
     def primary(self) -> int | None:
         """The port the sentinels name as the primary now (the first that answers), or None."""

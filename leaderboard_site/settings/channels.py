@@ -1,5 +1,6 @@
 """Channels: the Redis layer (channels-redis)."""
 
+from .env import sentinel_primary_auth
 from .redis import REDIS_KEY_PREFIX, REDIS_SENTINEL, REDIS_SENTINEL_KWARGS, REDIS_SENTINEL_MASTER, REDIS_URL
 
 CHANNEL_LAYERS = {
@@ -20,5 +21,6 @@ if REDIS_SENTINEL:  # channels-redis asks the sentinels itself (its own pool, no
             "master_name": REDIS_SENTINEL_MASTER,
             "sentinel_kwargs": REDIS_SENTINEL_KWARGS,
             "socket_timeout": 30,
+            **sentinel_primary_auth(REDIS_URL),
         }
     ]

@@ -108,14 +108,19 @@ def sentinels_from_env(name: str) -> list[tuple[str, int]]:
     return sentinels
 
 
-def sentinel_url(sentinels: list[tuple[str, int]], db: int) -> str:
-    """The sentinels as one URL in kombu's form, `sentinel://h1:p1/DB;sentinel://h2:p2/DB` (Celery's
-    broker reads it as it is; common/redis.py and boards/fastpath.py read it back with
-    `common.redis.sentinels_of`)."""
-    return ";".join(f"sentinel://{host}:{port}/{db}" for host, port in sentinels)
+def sentinel_url(sentinels: list[tuple[str, int]], redis_url: str) -> str:
+    """The sentinels as one URL in kombu's form, `sentinel://h1:p1/DB;sentinel://h2:p2/DB`, with the
+    database number and the password of `redis_url` (the primary's: `sentinel://:PW@h1:p1/DB;...`).
+    Celery's broker reads it as it is; common/redis.py and boards/fastpath.py read it back with
+    `common.redis.sentinels_of`."""
+    parsed = urlparse(redis_url)
+    path = parsed.path.lstrip("/")
+    db = int(path) if path.isdigit() else 0
+    auth = f":{parsed.password}@" if parsed.password else ""  # still quoted as in REDIS_URL
+    return ";".join(f"sentinel://{auth}{host}:{port}/{db}" for host, port in sentinels)
 
 
-def redis_db(url: str) -> int:
-    """The database number of a `redis://host:port/DB` URL (0 when it names none)."""
-    path = urlparse(url).path.lstrip("/")
-    return int(path) if path.isdigit() else 0
+def sentinel_primary_auth(url: str) -> dict[str, str]:
+    """`{"password": ...}` of the primary, from a `sentinel://:PW@h:p/DB;...` URL (none: empty)."""
+    password = urlparse(url.split(";")[0]).password
+    return {"password": unquote(password)} if password else {}

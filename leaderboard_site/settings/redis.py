@@ -1,6 +1,8 @@
 """Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
 layer."""
 
+from urllib.parse import urlparse
+
 from .env import (
     ConfigError,
     env_bool,
@@ -8,7 +10,6 @@ from .env import (
     env_int,
     env_str,
     key_prefix_from_env,
-    redis_db,
     sentinel_url,
     sentinels_from_env,
 )
@@ -18,13 +19,14 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # by. Set, every client of REDIS_URL (the boards, markers, buckets, the fast entrance, Django's
 # cache, the Celery broker, the Channels layer) asks the sentinels where the primary is, and again
 # after a failover; REDIS_URL is then the sentinels in kombu's form (`sentinel://h:p/DB;...`, the
-# database number taken from REDIS_URL's), and `make run` starts no Redis of its own.
+# database number and the primary's password taken from REDIS_URL's: the sentinels themselves are
+# asked without one), and `make run` starts no Redis of its own.
 REDIS_SENTINEL = sentinels_from_env("REDIS_SENTINEL")
 REDIS_SENTINEL_MASTER = env_str("REDIS_SENTINEL_MASTER", "")
 if REDIS_SENTINEL:
     if not REDIS_SENTINEL_MASTER:
         raise ConfigError("REDIS_SENTINEL_MASTER must name the primary when REDIS_SENTINEL is set")
-    REDIS_URL = sentinel_url(REDIS_SENTINEL, redis_db(REDIS_URL))
+    REDIS_URL = sentinel_url(REDIS_SENTINEL, REDIS_URL)
 # How long the clients give a sentinel to answer where the primary is (each asked in turn).
 REDIS_SENTINEL_KWARGS = {"socket_timeout": 1.0, "socket_connect_timeout": 0.25}
 # A Redis Cluster for the boards (`redis://host:port` of any node; empty: the boards live on
@@ -79,7 +81,9 @@ CACHES = {
     }
 }
 if REDIS_SENTINEL:  # django-redis's own Sentinel client: LOCATION names the primary, not a host
-    CACHES["default"]["LOCATION"] = f"redis://{REDIS_SENTINEL_MASTER}/{redis_db(env_str('REDIS_URL', '/0'))}"
+    _primary = urlparse(env_str("REDIS_URL", ""))
+    _auth = f":{_primary.password}@" if _primary.password else ""
+    CACHES["default"]["LOCATION"] = f"redis://{_auth}{REDIS_SENTINEL_MASTER}{_primary.path or '/0'}"
     CACHES["default"]["OPTIONS"].update(  # type: ignore[attr-defined]
         CLIENT_CLASS="django_redis.client.SentinelClient",
         CONNECTION_FACTORY="django_redis.pool.SentinelConnectionFactory",

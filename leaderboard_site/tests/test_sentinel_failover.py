@@ -16,6 +16,10 @@ primary applied (board writes, dedup markers, apply tasks in the queue).
 Prints its figures (kill to promotion, kill to the first 200 read); docs/operations.md quotes them.
 """
 
+import json
+import os
+import subprocess
+import sys
 import time
 from datetime import timedelta
 
@@ -27,7 +31,7 @@ from django.utils import timezone
 from anticheat.services import game_rules_set
 from common.keys import metrics_key
 from common.redis_sentinel import LocalSentinels
-from common.testing import free_port, start_beat, start_web, start_worker, stop
+from common.testing import ROOT, free_port, start_beat, start_web, start_worker, stop
 from leaderboard_site.settings.env import sentinel_url
 from scoring.selectors import boards_diff
 from scoring.testing import make_game, make_key
@@ -57,7 +61,7 @@ def test_the_redis_primary_killed_under_load(tmp_path, monkeypatch):
     logs = tmp_path / "process-logs"
     monkeypatch.setenv("TEST_PROCESS_LOGS", str(logs))
     group = LocalSentinels(tmp_path / "redis-ha").start()
-    url = sentinel_url([("127.0.0.1", port) for port in group.sentinel_ports], 0)
+    url = sentinel_url([("127.0.0.1", port) for port in group.sentinel_ports], "redis://")
     env = {**group.env(), "CELERY_BROKER_URL": url, "FAILOVER_RECHECK_S": "5"}
     port = free_port()
     procs = []
@@ -104,9 +108,7 @@ def test_the_redis_primary_killed_under_load(tmp_path, monkeypatch):
         print(figures("kill to promotion, reads", load.between(killed, promoted, "read")))
         print(figures("kill to promotion, writes", [a for a in load.between(killed, promoted) if a.kind != "read"]))
         print(figures("after the promotion, reads", load.between(promoted, stopped, "read")))
-        print(
-            f"after the load stopped (s, unapplied, entries differing): {timeline[:: max(1, len(timeline) // 10)]}"
-        )
+        print(f"after the load stopped (s, unapplied, entries differing): {timeline[:: max(1, len(timeline) // 10)]}")
         print(f"boards equal the ledger {back_s} s after the load stopped; counters: {counters}")
 
         if not all(alive.values()):
@@ -128,3 +130,57 @@ def test_the_redis_primary_killed_under_load(tmp_path, monkeypatch):
         for proc in procs:
             stop(proc)
         group.stop()
+
+
+@pytest.mark.parametrize(
+    ("sentinels", "master", "message"),
+    [
+        ("127.0.0.1:26379", "", "REDIS_SENTINEL_MASTER must name the primary"),
+        ("127.0.0.1", "leaderboard", "REDIS_SENTINEL must be a host:port list"),
+    ],
+)
+def test_a_sentinel_setting_that_cannot_work_stops_the_start(sentinels, master, message):
+    env = {**os.environ, "REDIS_SENTINEL": sentinels, "REDIS_SENTINEL_MASTER": master}
+    env["DJANGO_SETTINGS_MODULE"] = "leaderboard_site.settings.base"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and message in done.stderr, done.stderr[-500:]
+
+
+def test_every_client_is_configured_for_the_sentinels():
+    """With the sentinels set, the broker, the channel layer and the cache are pointed at them, with
+    REDIS_URL's database and password (the primary's); the service's own clients read them back.
+    (The clients at work: the failover test above.)"""
+    env = {**os.environ, "REDIS_SENTINEL": "10.0.0.5:26379,10.0.0.6:26380", "REDIS_SENTINEL_MASTER": "lb"}
+    env.update(REDIS_URL="redis://:s3cret@x:6379/3", DJANGO_SETTINGS_MODULE="leaderboard_site.settings.base")
+    env.pop("CELERY_BROKER_URL", None)  # it follows REDIS_URL unless set
+    code = (
+        "import json; from django.conf import settings as s; from common.redis import sentinels_of; "
+        "layer = s.CHANNEL_LAYERS['default']['CONFIG']['hosts'][0]; "
+        "print(json.dumps([s.REDIS_URL, s.CELERY_BROKER_URL, s.CELERY_BROKER_TRANSPORT_OPTIONS['master_name'], "
+        "layer['sentinels'], layer['master_name'], layer['password'], s.CACHES['default']['LOCATION'], "
+        "s.CACHES['default']['OPTIONS']['SENTINELS'], sentinels_of(s.REDIS_URL)]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v", "0", "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    url = "sentinel://:s3cret@10.0.0.5:26379/3;sentinel://:s3cret@10.0.0.6:26380/3"
+    sentinels = [["10.0.0.5", 26379], ["10.0.0.6", 26380]]
+    assert json.loads(done.stdout) == [
+        url,
+        url,
+        "lb",
+        sentinels,
+        "lb",
+        "s3cret",
+        "redis://:s3cret@lb/3",
+        sentinels,
+        [sentinels, {"db": 3, "password": "s3cret"}],
+    ]
