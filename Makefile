@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .DEFAULT_GOAL := help
-.PHONY: help venv services services-stop migrate run run-cluster urls test bench lint typecheck layers check schema
+.PHONY: help venv services services-stop migrate run run-cluster run-ha ha-stop urls test bench lint typecheck layers check schema
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -42,6 +42,12 @@ urls: ## print the running make run's URLs, demo key and secret again
 run-cluster: venv services migrate ## make run with the boards on a local Redis Cluster (3 masters + 3 replicas, ports 7000-7005)
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	export $$(bash scripts/cluster.sh start) && bash scripts/run.sh
+
+run-ha: venv ## make run on a Sentinel-managed Redis (primary, replica, 3 sentinels under var/redis-ha, ports 6390-6394)
+	export $$(bash scripts/ha.sh start) && $(MAKE) --no-print-directory run
+
+ha-stop: ## stop the Redis primary, replica and sentinels of make run-ha (their data stays in var/redis-ha)
+	bash scripts/ha.sh stop
 
 test: venv services ## run the test suite (extra args: PYTEST_ARGS=...); installs chromium if missing
 	bash scripts/browser.sh

@@ -55,7 +55,16 @@ from common.asgi import (
     respond_error,
 )
 from common.operations import FAST_ANSWERS, Args, Operation, Router
-from common.redis import AsyncTimedConnection, lua_path, lua_source, on_cluster
+from common.redis import (
+    AsyncTimedConnection,
+    AsyncTimedSentinelConnection,
+    BlockingSentinelPool,
+    is_sentinel_url,
+    lua_path,
+    lua_source,
+    on_cluster,
+    sentinels_of,
+)
 from seasons.catalog import Catalog, catalog_cached, catalog_local, catalog_parse, catalog_remember
 from seasons.keys import catalog_key, catalog_version_key, games_version_key
 
@@ -141,19 +150,34 @@ class FastReads:
             # A burst of reads beyond the pool's connections waits for one (up to the socket
             # timeout) instead of failing: redis-py 8's default pool raises MaxConnectionsError at
             # its 100th connection, which answered bursts with 503s.
-            pool = redis.asyncio.BlockingConnectionPool.from_url(
-                url,
-                connection_class=AsyncTimedConnection,
-                max_connections=settings.REDIS_FAST_PATH_CONNECTIONS,
-                timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                decode_responses=True,
-                socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
-                health_check_interval=30,
+            options: dict[str, Any] = {
+                "max_connections": settings.REDIS_FAST_PATH_CONNECTIONS,
+                "timeout": settings.REDIS_SOCKET_TIMEOUT_S,
+                "decode_responses": True,
+                "socket_timeout": settings.REDIS_SOCKET_TIMEOUT_S,
+                "socket_connect_timeout": settings.REDIS_CONNECT_TIMEOUT_S,
+                "health_check_interval": 30,
                 # One quick retry (a connection Redis dropped), not redis-py's default of 10 with
                 # up to a second between them (reads took up to 4.9 s to fail with Redis down).
-                retry=Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
-            )
+                "retry": Retry(ExponentialBackoff(cap=0.05, base=0.01), 1),
+            }
+            pool: redis.asyncio.ConnectionPool
+            if is_sentinel_url(url):
+                sentinels, primary = sentinels_of(url)
+                manager = redis.asyncio.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+                    sentinels, sentinel_kwargs=dict(settings.REDIS_SENTINEL_KWARGS)
+                )
+                pool = BlockingSentinelPool(  # type: ignore[no-untyped-call]
+                    str(settings.REDIS_SENTINEL_MASTER),
+                    manager,
+                    connection_class=AsyncTimedSentinelConnection,
+                    **primary,
+                    **options,
+                )
+            else:
+                pool = redis.asyncio.BlockingConnectionPool.from_url(
+                    url, connection_class=AsyncTimedConnection, **options
+                )
             found = per_loop[url] = redis.asyncio.Redis(connection_pool=pool)
         self._last = (loop, found)
         return found

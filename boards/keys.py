@@ -25,6 +25,7 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
                                                      are complete (a recovery); missing = Redis lost its data
     lb:recover-lock                                  held while the recovery rebuilds every game
     lb:unreflected-mark                              the last ledger id whose marker the reconciliation compared
+    lb:primary                                       run id of the Redis that last answered the failover check
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
                                                      event's tag (dedup_tag: which event, not just which id)
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work (the
@@ -230,6 +231,12 @@ def epoch_key() -> str:
 def unreflected_mark_key() -> str:
     """The last ledger id whose dedup marker the reconciliation compared (scoring/unreflected.py)."""
     return f"{key_prefix()}:unreflected-mark"
+
+
+def primary_key() -> str:
+    """The run id of the Redis server the failover check last found answering (scoring/failover.py):
+    a replica promoted in its place holds the old one's, copied with the rest."""
+    return f"{key_prefix()}:primary"
 
 
 def recover_lock_key() -> str:

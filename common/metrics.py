@@ -4,7 +4,8 @@ itself goes through common/observability.py instead. A metric never fails the
 request or job that counts it. Fields: `refused:{code}:{game}`, `reconcile_drift:{game}` (board
 entries that differed from the ledger), `reconcile_last_drift:{game}` and `reconcile_last_run:{game}`
 (gauges: the last run's drift and its Unix time), `boards_recoveries` (Redis found empty and the
-boards rebuilt) and `boards_recovery_ms` (gauge: how long the last one took). A Redis that lost
+boards rebuilt), `boards_recovery_ms` (gauge: how long the last one took) and `redis_failovers`
+(another Redis server found answering: scoring/failover.py). A Redis that lost
 its data lost these too: Prometheus reads the reset as a counter restart."""
 
 import redis

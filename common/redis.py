@@ -11,6 +11,11 @@ Django's cache (django-redis, `{prefix}:cache:*`), the Channels layer (`{prefix}
 Celery queue (`{prefix}:celery:scoring`, with kombu's `unacked` and bindings beside it) are
 configured in leaderboard_site/settings. The prefix belongs to one deployment (by default named
 after its database), so deployments sharing a Redis never meet.
+
+With Redis Sentinel (REDIS_SENTINEL, REDIS_SENTINEL_MASTER) REDIS_URL is the sentinels in kombu's
+form (`sentinel://h1:p1/0;sentinel://h2:p2/0`): `client_for` then builds redis-py's Sentinel
+client of the primary (each new connection asks the sentinels where the primary is; one that finds
+a replica, as after a failover, reconnects), and boards/fastpath.py its asyncio twin.
 """
 
 import asyncio
@@ -19,9 +24,11 @@ from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import redis
 import redis.asyncio
+import redis.asyncio.sentinel
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -29,6 +36,7 @@ from redis.backoff import ExponentialBackoff
 from redis.cluster import LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
 from redis.retry import Retry
+from redis.sentinel import Sentinel
 
 _client_lock = threading.Lock()
 _clients: dict[str, redis.Redis] = {}
@@ -56,6 +64,17 @@ class AsyncTimedConnection(redis.asyncio.Connection):
             self.socket_timeout = timeout
 
 
+class AsyncTimedSentinelConnection(redis.asyncio.sentinel.SentinelManagedConnection, AsyncTimedConnection):
+    """`AsyncTimedConnection` to the primary the sentinels name (REDIS_SENTINEL): it asks them at
+    each connect, and a connection that finds itself on a replica (READONLY: the primary it knew
+    was demoted) drops and asks again."""
+
+
+class BlockingSentinelPool(redis.asyncio.sentinel.SentinelConnectionPool, redis.asyncio.BlockingConnectionPool):
+    """redis-py's asyncio Sentinel pool with the fast entrance's waiting for a free connection
+    (`BlockingConnectionPool`'s `max_connections` and `timeout`) instead of failing beyond them."""
+
+
 def quick_retry() -> Retry:
     """One quick retry (a dropped connection: Redis restarted), never seconds of backoff (redis-py's
     default: 10 retries, up to 1 s apart): a dead Redis must be a prompt 503."""
@@ -68,22 +87,48 @@ def client() -> redis.Redis:
 
 
 def client_for(url: str) -> redis.Redis:
-    """`client()` for another Redis, such as the Celery broker's (CELERY_BROKER_URL)."""
+    """`client()` for another Redis, such as the Celery broker's (CELERY_BROKER_URL); a
+    `sentinel://` URL gives the client of the primary that REDIS_SENTINEL_MASTER names."""
     found = _clients.get(url)
     if found is not None:
         return found
     with _client_lock:
         if url not in _clients:
-            _clients[url] = redis.Redis.from_url(
-                url,
-                decode_responses=True,
-                socket_timeout=settings.REDIS_SOCKET_TIMEOUT_S,
-                socket_connect_timeout=settings.REDIS_CONNECT_TIMEOUT_S,
-                health_check_interval=30,
+            options: dict[str, Any] = {
+                "decode_responses": True,
+                "socket_timeout": settings.REDIS_SOCKET_TIMEOUT_S,
+                "socket_connect_timeout": settings.REDIS_CONNECT_TIMEOUT_S,
+                "health_check_interval": 30,
                 # A retried script is harmless: the dedup makes it so.
-                retry=quick_retry(),
-            )
+                "retry": quick_retry(),
+            }
+            if is_sentinel_url(url):
+                sentinels, primary = sentinels_of(url)
+                manager = Sentinel(sentinels, sentinel_kwargs=dict(settings.REDIS_SENTINEL_KWARGS))  # type: ignore[no-untyped-call]
+                _clients[url] = manager.master_for(str(settings.REDIS_SENTINEL_MASTER), **primary, **options)  # type: ignore[no-untyped-call]
+            else:
+                _clients[url] = redis.Redis.from_url(url, **options)
         return _clients[url]
+
+
+def is_sentinel_url(url: str) -> bool:
+    return url.startswith("sentinel://")
+
+
+def sentinels_of(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """The sentinels (host, port) of a `sentinel://[:PW@]h:p/DB;...` URL (settings/env.py
+    `sentinel_url`), and the primary's connection options it names (`db`, `password`)."""
+    sentinels: list[tuple[str, int]] = []
+    primary: dict[str, Any] = {"db": 0}
+    for part in url.split(";"):
+        parsed = urlparse(part)
+        sentinels.append((str(parsed.hostname), int(parsed.port or 26379)))
+        path = parsed.path.lstrip("/")
+        if path.isdigit():
+            primary["db"] = int(path)
+        if parsed.password:
+            primary["password"] = unquote(parsed.password)
+    return sentinels, primary
 
 
 # Settings every read and write asks for, several times a request: read once per process (a

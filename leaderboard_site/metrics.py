@@ -80,6 +80,12 @@ class SharedCollector(Collector):
             "Times Redis was found empty and every live board rebuilt.",
             value=found.get("boards_recoveries", 0),
         )
+        yield CounterMetricFamily(
+            "leaderboard_redis_failovers",
+            "Times another Redis server was found answering (a replica promoted, or a restart) and the "
+            "boards compared with the ledger in full.",
+            value=found.get("redis_failovers", 0),
+        )
         yield GaugeMetricFamily(
             "leaderboard_boards_recovery_seconds",
             "How long the last such rebuild took.",

@@ -183,6 +183,15 @@ def unapplied_select(*, older_than: datetime, stale_enqueue_before: datetime, li
         return sorted(int(row[0]) for row in cursor.fetchall())
 
 
+def unapplied_due_now() -> int:
+    """Every unapplied event due for the relay's next sweep, however recently it was enqueued: after
+    a Redis failover the queue may have lost their apply tasks (scoring/failover.py). Returns how
+    many were waiting to be sent again."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_OUTBOX} SET enqueued_at = NULL WHERE enqueued_at IS NOT NULL")
+        return int(cursor.rowcount)
+
+
 def unapplied_count(*, limit: int = 1_000_000) -> int:
     """Accepted events not yet on the boards (the outbox's depth), counted up to `limit`: a scrape
     stays cheap however deep the backlog."""

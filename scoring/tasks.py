@@ -1,6 +1,7 @@
 """Celery tasks of the ledger. They take ids, are idempotent and have stable names."""
 
 import logging
+import time
 from datetime import timedelta
 
 from celery import current_app, shared_task
@@ -12,10 +13,11 @@ from redis import RedisError
 from common.redis import broker_key, client_for
 from seasons.selectors import games_all
 
+from .failover import failover_check, failover_noticed
 from .freezing import seasons_freeze_due
 from .league_closing import league_periods_close_due
 from .moderation import anomalies_review
-from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_select
+from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_due_now, unapplied_select
 from .reconcile import boards_reconcile as reconcile
 from .recovery import boards_recover_if_lost
 from .tournament_freezing import tournament_periods_freeze_due
@@ -137,10 +139,24 @@ def boards_recover() -> int:
     game's live boards from the ledger (recovery.py). Returns the number of games rebuilt."""
     try:
         report = boards_recover_if_lost()
+        if failover_noticed():  # another Redis answers (failover.py): compare the boards in full
+            unapplied_due_now()  # and the apply tasks the queue may have lost: sent again at once
+            redis_failover_check.delay(time.time())
     except RedisError as exc:  # Redis is down (not empty): the next check asks again
         logger.info("boards check: Redis unavailable (%s)", exc.__class__.__name__)
         return 0
     return len(report.games) if report is not None else 0
+
+
+@shared_task(name="scoring.redis_failover_check", acks_late=True, ignore_result=True)
+def redis_failover_check(noticed_at: float) -> int:
+    """After a Redis failover (failover.py): every game's boards compared with the ledger in full,
+    and again every FAILOVER_RECHECK_S while players were passed over (results on their way), up to
+    FAILOVER_CHECK_FOR_S after it was noticed. Returns the drifted entries repaired."""
+    check = failover_check()
+    if not check.complete and time.time() - noticed_at < settings.FAILOVER_CHECK_FOR_S:
+        redis_failover_check.apply_async(args=(noticed_at,), countdown=settings.FAILOVER_RECHECK_S)
+    return check.drift
 
 
 @shared_task(name="scoring.boards_reconcile", acks_late=True, ignore_result=True)

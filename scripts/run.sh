@@ -56,6 +56,11 @@ MSG
                    --key-id ${key_id} --secret ${secret} --player maya:50 --player leo:20
 MSG
     fi
+    if [ -n "${REDIS_SENTINEL:-}" ]; then
+        cat >>"$BANNER" <<MSG
+    redis      : the primary the sentinels ${REDIS_SENTINEL} name (${REDIS_SENTINEL_MASTER:-}; scripts/ha.sh status | stop)
+MSG
+    fi
     if [ -n "${REDIS_CLUSTER_URL:-}" ]; then
         cat >>"$BANNER" <<MSG
     boards on  : the Redis Cluster at ${REDIS_CLUSTER_URL} (scripts/cluster.sh status | stop)

@@ -5,7 +5,8 @@
 #   scripts/services.sh stop    stop only the servers this script started under var/
 #
 # Reads DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/leaderboard)
-# and REDIS_URL (default redis://127.0.0.1:6379/0). Safe to run repeatedly.
+# and REDIS_URL (default redis://127.0.0.1:6379/0). Safe to run repeatedly. With REDIS_SENTINEL set
+# (a Sentinel-managed Redis: make run-ha, scripts/ha.sh) it starts no Redis.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -87,6 +88,10 @@ ensure_redis() {
         apt_install redis-server
     fi
 
+    if [ -n "${REDIS_SENTINEL:-}" ]; then
+        say "redis: the primary the sentinels at $REDIS_SENTINEL name (not starting one)"
+        return
+    fi
     if redis_reachable; then
         say "redis found running at $REDIS_HOST:$REDIS_PORT"
         return

@@ -1,7 +1,7 @@
 """Celery: at-least-once delivery (acks_late + reject on worker loss), no result backend."""
 
 from .env import env_float, env_int, env_str
-from .redis import REDIS_KEY_PREFIX, REDIS_URL
+from .redis import REDIS_KEY_PREFIX, REDIS_SENTINEL_KWARGS, REDIS_SENTINEL_MASTER, REDIS_URL
 
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_TASK_ACKS_LATE = True
@@ -42,6 +42,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # deployments on one Redis never take each other's tasks (common/redis.py broker_key).
     "global_keyprefix": f"{REDIS_KEY_PREFIX}:celery:",
 }
+if CELERY_BROKER_URL.startswith("sentinel://"):  # kombu's sentinel transport: REDIS_SENTINEL's primary
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(master_name=REDIS_SENTINEL_MASTER, sentinel_kwargs=REDIS_SENTINEL_KWARGS)
 # Publishing must not hang a request when the broker is down: the outbox relay covers it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2}
 CELERY_BEAT_RELAY_INTERVAL_S = env_float("CELERY_BEAT_RELAY_INTERVAL_S", 2.0)

@@ -1,6 +1,7 @@
 """Channels: the Redis layer (channels-redis)."""
 
-from .redis import REDIS_KEY_PREFIX, REDIS_URL
+from .env import sentinel_primary_auth
+from .redis import REDIS_KEY_PREFIX, REDIS_SENTINEL, REDIS_SENTINEL_KWARGS, REDIS_SENTINEL_MASTER, REDIS_URL
 
 CHANNEL_LAYERS = {
     "default": {
@@ -13,3 +14,13 @@ CHANNEL_LAYERS = {
         },
     }
 }
+if REDIS_SENTINEL:  # channels-redis asks the sentinels itself (its own pool, not common/redis.py's)
+    CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [  # type: ignore[index]
+        {
+            "sentinels": REDIS_SENTINEL,
+            "master_name": REDIS_SENTINEL_MASTER,
+            "sentinel_kwargs": REDIS_SENTINEL_KWARGS,
+            "socket_timeout": 30,
+            **sentinel_primary_auth(REDIS_URL),
+        }
+    ]

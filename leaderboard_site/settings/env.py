@@ -95,3 +95,32 @@ def key_prefix_from_env() -> str:
     """REDIS_KEY_PREFIX, or the prefix named after DATABASE_URL's database (scripts and benchmarks
     outside Django ask this too: `python -c` in scripts/bench.sh)."""
     return env_str("REDIS_KEY_PREFIX", "") or deployment_prefix(env_str("DATABASE_URL", DEFAULT_DATABASE_URL))
+
+
+def sentinels_from_env(name: str) -> list[tuple[str, int]]:
+    """A `host:port,host:port` list of Redis Sentinels (empty when unset); a bad entry fails at start."""
+    sentinels = []
+    for entry in env_list(name, []):
+        host, _, port = entry.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"{name} must be a host:port list, got {entry!r}")
+        sentinels.append((host.strip("[]"), int(port)))
+    return sentinels
+
+
+def sentinel_url(sentinels: list[tuple[str, int]], redis_url: str) -> str:
+    """The sentinels as one URL in kombu's form, `sentinel://h1:p1/DB;sentinel://h2:p2/DB`, with the
+    database number and the password of `redis_url` (the primary's: `sentinel://:PW@h1:p1/DB;...`).
+    Celery's broker reads it as it is; common/redis.py and boards/fastpath.py read it back with
+    `common.redis.sentinels_of`."""
+    parsed = urlparse(redis_url)
+    path = parsed.path.lstrip("/")
+    db = int(path) if path.isdigit() else 0
+    auth = f":{parsed.password}@" if parsed.password else ""  # still quoted as in REDIS_URL
+    return ";".join(f"sentinel://{auth}{host}:{port}/{db}" for host, port in sentinels)
+
+
+def sentinel_primary_auth(url: str) -> dict[str, str]:
+    """`{"password": ...}` of the primary, from a `sentinel://:PW@h:p/DB;...` URL (none: empty)."""
+    password = urlparse(url.split(";")[0]).password
+    return {"password": unquote(password)} if password else {}

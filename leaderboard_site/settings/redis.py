@@ -1,9 +1,34 @@
 """Redis: boards, dedup markers, rate buckets, Django's cache, the Celery broker and the Channels
 layer."""
 
-from .env import env_bool, env_float, env_int, env_str, key_prefix_from_env
+from urllib.parse import urlparse
+
+from .env import (
+    ConfigError,
+    env_bool,
+    env_float,
+    env_int,
+    env_str,
+    key_prefix_from_env,
+    sentinel_url,
+    sentinels_from_env,
+)
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+# High availability: Redis Sentinels (`host:port,host:port,...`) and the name they know the primary
+# by. Set, every client of REDIS_URL (the boards, markers, buckets, the fast entrance, Django's
+# cache, the Celery broker, the Channels layer) asks the sentinels where the primary is, and again
+# after a failover; REDIS_URL is then the sentinels in kombu's form (`sentinel://h:p/DB;...`, the
+# database number and the primary's password taken from REDIS_URL's: the sentinels themselves are
+# asked without one), and `make run` starts no Redis of its own.
+REDIS_SENTINEL = sentinels_from_env("REDIS_SENTINEL")
+REDIS_SENTINEL_MASTER = env_str("REDIS_SENTINEL_MASTER", "")
+if REDIS_SENTINEL:
+    if not REDIS_SENTINEL_MASTER:
+        raise ConfigError("REDIS_SENTINEL_MASTER must name the primary when REDIS_SENTINEL is set")
+    REDIS_URL = sentinel_url(REDIS_SENTINEL, REDIS_URL)
+# How long the clients give a sentinel to answer where the primary is (each asked in turn).
+REDIS_SENTINEL_KWARGS = {"socket_timeout": 1.0, "socket_connect_timeout": 0.25}
 # A Redis Cluster for the boards (`redis://host:port` of any node; empty: the boards live on
 # REDIS_URL). What goes there: every board's sorted sets, their companions and versions, the dedup
 # markers, the display names, and per slot tag a copy of the game's pause flag and hidden players
@@ -55,4 +80,14 @@ CACHES = {
         },
     }
 }
+if REDIS_SENTINEL:  # django-redis's own Sentinel client: LOCATION names the primary, not a host
+    _primary = urlparse(env_str("REDIS_URL", ""))
+    _auth = f":{_primary.password}@" if _primary.password else ""
+    CACHES["default"]["LOCATION"] = f"redis://{_auth}{REDIS_SENTINEL_MASTER}{_primary.path or '/0'}"
+    CACHES["default"]["OPTIONS"].update(  # type: ignore[attr-defined]
+        CLIENT_CLASS="django_redis.client.SentinelClient",
+        CONNECTION_FACTORY="django_redis.pool.SentinelConnectionFactory",
+        SENTINELS=REDIS_SENTINEL,
+        SENTINEL_KWARGS=REDIS_SENTINEL_KWARGS,
+    )
 DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True

@@ -38,6 +38,11 @@ BOARDS_RECOVER_CHECK_S = env_float("BOARDS_RECOVER_CHECK_S", 2.0)
 # game compared with the ledger and repaired (`reconcile_boards --full` compares everything).
 RECONCILE_INTERVAL_S = env_float("RECONCILE_INTERVAL_S", 600.0)
 RECONCILE_SAMPLE = env_int("RECONCILE_SAMPLE", 1000)
+# After a Redis failover (another server found answering, scoring/failover.py): every board compared
+# with the ledger in full at once, and again every FAILOVER_RECHECK_S while players with results on
+# their way were passed over, for up to FAILOVER_CHECK_FOR_S.
+FAILOVER_RECHECK_S = env_float("FAILOVER_RECHECK_S", 10.0)
+FAILOVER_CHECK_FOR_S = env_float("FAILOVER_CHECK_FOR_S", 600.0)
 # Anti-cheat defaults (per game overrides in the admin: GameRules). 0 switches a limit off.
 PLAYER_BUCKET_BURST = env_int("PLAYER_BUCKET_BURST", 5)
 PLAYER_BUCKET_REFILL_S = env_int("PLAYER_BUCKET_REFILL_S", 60)
