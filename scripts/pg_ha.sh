@@ -10,6 +10,7 @@
 #   scripts/pg_ha.sh stop     stop the keepers and their PostgreSQL (the data stays)
 #   scripts/pg_ha.sh status   the monitor's view: every node's state and its LSN
 #   scripts/pg_ha.sh url      the service's DATABASE_URL: every node, read-write only
+#   scripts/pg_ha.sh install  install pg_auto_failover (postgresql-15-auto-failover) when missing
 #
 # Environment: PG_HA_DIR (default var/pg-ha), PG_HA_MONITOR_PORT / PG_HA_PORT_1 / PG_HA_PORT_2
 # (5440 / 5441 / 5442), PG_HA_DB (leaderboard). Start anew: stop, then remove PG_HA_DIR.
@@ -138,6 +139,8 @@ start_monitor() {
         as_pg pg_autoctl create monitor --pgdata "$DIR/monitor" --pgport "$MONITOR_PORT" \
             --pgctl "$PGBIN_DEFAULT/pg_ctl" --hostname "$HOST" --auth trust --no-ssl \
             >>"$DIR/monitor.log" 2>&1 || die "pg_autoctl create monitor failed; see $DIR/monitor.log"
+        # pg_autoctl starts the monitor's PostgreSQL on every address: loopback only.
+        as_pg pg_autoctl config set --pgdata "$DIR/monitor" postgresql.listen_addresses "$HOST" >/dev/null
         # The failover timings, in the monitor's own configuration (they survive its restarts).
         local setting
         for setting in "${MONITOR_SETTINGS[@]}"; do
@@ -232,12 +235,13 @@ case "${1:-}" in
     stop) stop ;;
     status) status ;;
     url) service_url ;;
+    install) ensure_installed ;;
     __as_pg)
         shift
         as_pg_exec "$@"
         ;;
     *)
-        echo "usage: $0 start|stop|status|url" >&2
+        echo "usage: $0 start|stop|status|url|install" >&2
         exit 2
         ;;
 esac
