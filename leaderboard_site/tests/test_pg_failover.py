@@ -233,5 +233,11 @@ def test_the_primary_killed_under_load_the_secondary_takes_over(formation):
         print(f"answered 503 yet stored (a retry replays them): {len(refused_stored)}")
         assert drained_s is not None
         boards_equal_ledger(slug, **env)
+        # What the on-call engineer does next: start the dead node's keeper again. It rewinds
+        # itself and rejoins as the synchronous secondary (pg_ha.sh start waits for that, bounded).
+        back = time.monotonic()
+        formation.start()
+        print(f"old primary back as secondary, in sync, {time.monotonic() - back:.1f} s after its keeper started")
+        assert formation.states() == {old: "secondary", **{n: "primary" for n in states if n != old}}
     finally:
         service.stop()
