@@ -7,9 +7,10 @@ board reads:
 - writes answer 503 `ledger_unavailable` (never another 5xx, never later than 5 s) until the
   secondary is promoted, then are accepted again without anyone doing anything;
 - every result answered 2xx is in the new primary's ledger and on the boards;
-- reads answer from Redis throughout.
+- reads answer from Redis throughout;
+- the dead node's keeper started again, it rejoins as the synchronous secondary.
 
-It prints the time from the kill to the promotion and to the first accepted write;
+It prints the time from the kill to the promotion and to the first accepted write, and the rejoin's;
 docs/operations.md ("High availability") quotes them.
 """
 
