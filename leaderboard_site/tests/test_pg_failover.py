@@ -28,6 +28,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from common.formats import iso
@@ -135,8 +136,25 @@ def accepted(answer: Answer) -> bool:
     return any(200 <= status < 300 for status in answer.matches.values())
 
 
+def services(database_url: str) -> subprocess.CompletedProcess[str]:
+    """scripts/services.sh (what `make run` runs first) on a DATABASE_URL and this run's Redis."""
+    env = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": settings.REDIS_URL}
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "services.sh")], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_services_starts_no_postgresql_for_a_formation_it_cannot_reach():
+    down = f"postgresql://postgres@127.0.0.1:{free_port()},127.0.0.1:{free_port()}/leaderboard"
+    done = services(down)
+    assert done.returncode != 0
+    assert "no node of the formation" in done.stderr and "not starting a PostgreSQL of our own" in done.stderr
+
+
 def test_the_primary_killed_under_load_the_secondary_takes_over(formation):
     url = formation.start()
+    done = services(url)
+    assert done.returncode == 0 and "starting none of our own" in done.stderr, done.stderr
     # A key prefix of the test's own: the service's boards apart from other tests' on this Redis.
     env = {
         "DATABASE_URL": url,
@@ -200,6 +218,8 @@ def test_the_primary_killed_under_load_the_secondary_takes_over(formation):
         print(f"formation after the kill of {old}: {states}")
         print(f"killed -> secondary promoted (reports wait_primary): {promoted_s} s")
         print(f"killed -> first write accepted: {first_write_s:.2f} s")
+        last_503 = max((a.sent + a.took for a in after_kill if a.status == 503), default=killed) - killed
+        print(f"killed -> last write answered 503: {last_503:.2f} s (each web process's pool finds the new primary)")
         print(figures("answered before the kill, writes", [a for a in writes if a.sent + a.took < killed]))
         print(figures("in flight at the kill, writes", [a for a in writes if a.sent < killed <= a.sent + a.took]))
         print(figures("kill -> first accepted write, writes", outage))
