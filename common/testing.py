@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote
+from urllib.parse import quote, unquote, urlencode
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -49,6 +49,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def database_url(database: dict[str, object]) -> str:
+    """A DATABASES entry back as a URL (every node of a formation, its libpq parameters but not
+    the pool): what a process started by a test is given as DATABASE_URL, so that it reaches the
+    same database as the test however DATABASE_URL named it."""
+    user = quote(str(database["USER"]), safe="")
+    password = f":{quote(str(database['PASSWORD']), safe='')}" if database.get("PASSWORD") else ""
+    hosts, ports = str(database["HOST"]).split(","), str(database["PORT"]).split(",")
+    pairs = zip(hosts, ports, strict=True)
+    servers = ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}" for host, port in pairs)
+    given = database.get("OPTIONS")
+    # Not the pool, nor connect_timeout (the process takes DATABASE_CONNECT_TIMEOUT_S as its own).
+    skip = {"pool", "connect_timeout"}
+    options = {k: str(v) for k, v in given.items() if k not in skip} if isinstance(given, dict) else {}
+    query = f"?{urlencode(options)}" if options else ""
+    return f"postgresql://{user}{password}@{servers}/{quote(str(database['NAME']), safe='')}{query}"
+
+
 def process_env(**extra: str) -> dict[str, str]:
     """The environment of a service process: this test run's database, private Redis and metrics
     folder (settings/test.py: what the processes count shows on each other's /metrics, never on a
@@ -57,7 +74,7 @@ def process_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="leaderboard_site.settings.base",
-        DATABASE_URL=f"postgresql://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        DATABASE_URL=database_url(db),
         REDIS_URL=settings.REDIS_URL,
         CELERY_BROKER_URL=settings.REDIS_URL,
         PROMETHEUS_MULTIPROC_DIR=str(settings.PROMETHEUS_MULTIPROC_DIR),

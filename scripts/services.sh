@@ -6,7 +6,8 @@
 #
 # Reads DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/leaderboard)
 # and REDIS_URL (default redis://127.0.0.1:6379/0). Safe to run repeatedly. With REDIS_SENTINEL set
-# (a Sentinel-managed Redis: make run-ha, scripts/ha.sh) it starts no Redis.
+# (a Sentinel-managed Redis: make run-ha, scripts/ha.sh) it starts no Redis. A multi-host
+# DATABASE_URL (a failover formation, scripts/pg_ha.sh url) is only checked, never started here.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,12 +51,17 @@ tcp_open() { timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$1" "$2" 2>/dev/null;
 parse_urls() {
     eval "$(python3 - "$DATABASE_URL" "$REDIS_URL" <<'PY'
 import shlex, sys
-from urllib.parse import urlsplit, unquote
+from urllib.parse import urlsplit, urlunsplit, unquote
 
 db, rd = urlsplit(sys.argv[1]), urlsplit(sys.argv[2])
+servers = db.netloc.rpartition("@")[2]
+multi = "," in servers  # a failover formation's nodes: libpq reads the URL itself
 out = {
-    "PG_HOST": db.hostname or "127.0.0.1",
-    "PG_PORT": str(db.port or 5432),
+    "PG_MULTI": "1" if multi else "",
+    "PG_SERVERS": servers,
+    "PG_ADMIN_URL": urlunsplit(db._replace(path="/postgres")),
+    "PG_HOST": "" if multi else db.hostname or "127.0.0.1",
+    "PG_PORT": "" if multi else str(db.port or 5432),
     "PG_USER": unquote(db.username or "postgres"),
     "PG_PASS": unquote(db.password or ""),
     "PG_DB": unquote(db.path.lstrip("/")) or "leaderboard",
@@ -173,7 +179,36 @@ pg_datadir() {
 
 pg_ready() { "$PGBIN/pg_isready" -q -h "$PG_HOST" -p "$PG_PORT" >/dev/null 2>&1; }
 
+# A multi-host DATABASE_URL names a failover formation (scripts/pg_ha.sh): it is reached as it is,
+# through libpq (the node that takes writes), and no PostgreSQL of our own is started for it.
+ensure_formation() {
+    PGBIN="$(pg_bindir)"
+    if [ -z "$PGBIN" ]; then
+        apt_install postgresql-client
+        PGBIN="$(pg_bindir)"
+        [ -n "$PGBIN" ] || die "postgres client tools not found after installing postgresql-client"
+    fi
+    export PGPASSWORD="$PG_PASS" PGCONNECT_TIMEOUT=3
+    local primary
+    primary="$("$PGBIN/psql" -X -qAt -d "$PG_ADMIN_URL" -c \
+        "select coalesce(host(inet_server_addr()), 'local') || ':' || current_setting('port')" 2>/dev/null)" \
+        || die "no node of the formation at $PG_SERVERS takes writes (is it started? scripts/pg_ha.sh status); not starting a PostgreSQL of our own for a multi-host DATABASE_URL"
+    say "postgres formation reachable at $PG_SERVERS (primary now: $primary); starting none of our own"
+    local exists
+    exists="$("$PGBIN/psql" -X -qAt -d "$PG_ADMIN_URL" -c "select 1 from pg_database where datname='${PG_DB//\'/\'\'}'")" \
+        || die "cannot query the formation at $PG_SERVERS"
+    if [ "$exists" != 1 ]; then
+        "$PGBIN/psql" -X -q -d "$PG_ADMIN_URL" -c "create database \"${PG_DB//\"/\"\"}\"" \
+            || die "cannot create database '$PG_DB' on the formation"
+        say "postgres database '$PG_DB' created on the formation's primary"
+    fi
+}
+
 ensure_postgres() {
+    if [ -n "$PG_MULTI" ]; then
+        ensure_formation
+        return
+    fi
     PGBIN="$(pg_bindir)"
     if [ -n "$PGBIN" ] && pg_ready; then
         say "postgres found running at $PG_HOST:$PG_PORT"

@@ -67,15 +67,23 @@ TEMPLATES = [
     },
 ]
 
+# DATABASE_URL may name every node of a failover formation (docs/operations.md, "High
+# availability"): `postgresql://u@h1:p1,h2:p2/name?target_session_attrs=read-write`. Its query's
+# libpq parameters join OPTIONS (connect_timeout there wins over DATABASE_CONNECT_TIMEOUT_S).
+_DATABASE = database_from_url(env_str("DATABASE_URL", DEFAULT_DATABASE_URL))
+_DATABASE_OPTIONS = _DATABASE.pop("OPTIONS")
+assert isinstance(_DATABASE_OPTIONS, dict)
+
 DATABASES = {
     "default": {
-        **database_from_url(env_str("DATABASE_URL", DEFAULT_DATABASE_URL)),
+        **_DATABASE,
         # A pool per process (psycopg_pool, Django 5.1+): a request borrows a connection and gives
         # it back, instead of opening one (persistent per-thread connections pile up under ASGI, so
         # CONN_MAX_AGE stays 0, as the pool requires).
         "CONN_MAX_AGE": 0,
         "OPTIONS": {
             "connect_timeout": env_int("DATABASE_CONNECT_TIMEOUT_S", 3),
+            **_DATABASE_OPTIONS,
             "pool": {
                 "min_size": env_int("DATABASE_POOL_MIN", 1),
                 "max_size": env_int("DATABASE_POOL_MAX", 10),  # above DJANGO_CONCURRENCY: room for jobs

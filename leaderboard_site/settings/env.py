@@ -3,7 +3,6 @@
 import hashlib
 import os
 import re
-from urllib.parse import unquote, urlparse
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/leaderboard"
 
@@ -66,28 +65,56 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def database_from_url(url: str) -> dict[str, object]:
-    """`postgresql://user:password@host:port/name` as a Django DATABASES entry (psycopg 3)."""
-    parsed = urlparse(url)
-    if parsed.scheme not in {"postgres", "postgresql"}:
+    """`postgresql://user:password@host:port/name?param=value` as a Django DATABASES entry
+    (psycopg 3), read by libpq's own parser: so a multi-host URL of a failover formation,
+    `postgresql://u@h1:p1,h2:p2/name?target_session_attrs=read-write`, gives HOST "h1,h2" and PORT
+    "p1,p2", which Django hands to libpq as they are (it tries each host in turn, keeping the first
+    that takes writes). The query's parameters (target_session_attrs, connect_timeout, sslmode...)
+    are libpq's, under OPTIONS; one libpq does not know fails here, at start-up."""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    scheme, sep, _ = url.partition("://")
+    if not sep or scheme not in {"postgres", "postgresql"}:
         raise ConfigError(f"DATABASE_URL must be a postgresql:// URL, got {url!r}")
+    try:
+        params = {key: str(value) for key, value in conninfo_to_dict(url).items()}
+    except ProgrammingError as exc:
+        raise ConfigError(f"DATABASE_URL is not a URL libpq accepts: {exc}") from exc
+    hosts = (params.pop("host", "") or "127.0.0.1").split(",")
+    ports = params.pop("port", "").split(",")
+    if len(ports) == 1:  # one port (or none) for every host, as libpq reads it
+        ports = ports * len(hosts)
+    if len(ports) != len(hosts):
+        raise ConfigError(f"DATABASE_URL names {len(hosts)} hosts but {len(ports)} ports: {url!r}")
     return {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": unquote(parsed.path.lstrip("/")) or "leaderboard",
-        "USER": unquote(parsed.username or "postgres"),
-        "PASSWORD": unquote(parsed.password or ""),
-        "HOST": parsed.hostname or "127.0.0.1",
-        "PORT": str(parsed.port or 5432),
+        "NAME": params.pop("dbname", "") or "leaderboard",
+        "USER": params.pop("user", "") or "postgres",
+        "PASSWORD": params.pop("password", ""),
+        "HOST": ",".join(host or "127.0.0.1" for host in hosts),
+        "PORT": ",".join(port or "5432" for port in ports),
+        "OPTIONS": params,
     }
+
+
+def database_servers(database: dict[str, object]) -> list[str]:
+    """The `host:port` of each server a DATABASES entry names (one, or each node of a formation)."""
+    hosts, ports = str(database["HOST"]).split(","), str(database["PORT"]).split(",")
+    return [f"{host}:{port}" for host, port in zip(hosts, ports, strict=True)]
 
 
 def deployment_prefix(database_url: str) -> str:
     """The default first part of every Redis key: named after the deployment's database, so that two
     deployments on one Redis (staging beside production, a test run beside a demo) never share a
     key. `lb-{database name}-{6 hex of host:port/name}`, e.g. `lb-leaderboard-9a0c3e`; no colon,
-    which separates the parts of a key."""
+    which separates the parts of a key. A formation's multi-host URL names every node: the hash is
+    of all of them, sorted, so it is the same whichever node is primary and in whatever order the
+    URL lists them (a failover must not move the boards to other keys)."""
     db = database_from_url(database_url)
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(db["NAME"]))[:40]
-    where = f"{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    servers = sorted(server.lower() for server in database_servers(db))
+    where = f"{','.join(servers)}/{db['NAME']}"
     return f"lb-{name}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
 
 

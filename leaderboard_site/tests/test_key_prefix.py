@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from common.testing import ROOT, process_env
-from leaderboard_site.settings.env import deployment_prefix
+from leaderboard_site.settings.env import ConfigError, database_from_url, deployment_prefix
 
 
 def test_the_default_prefix_is_named_after_the_database_and_differs_between_databases():
@@ -43,3 +43,47 @@ def test_every_redis_user_of_a_process_takes_the_deployments_prefix():
         "cache": f"{prefix}:cache",
     }
     assert settings_of(REDIS_KEY_PREFIX="prod-eu")["celery"] == "prod-eu:celery:"
+
+
+def test_a_formations_multi_host_url_is_read_by_libpq_and_keeps_one_prefix_whichever_node_is_primary():
+    url = "postgresql://lb@10.0.0.1:5441,10.0.0.2:5442/leaderboard?target_session_attrs=read-write&connect_timeout=2"
+    db = database_from_url(url)
+    assert (db["HOST"], db["PORT"], db["NAME"], db["USER"]) == ("10.0.0.1,10.0.0.2", "5441,5442", "leaderboard", "lb")
+    assert db["OPTIONS"] == {"target_session_attrs": "read-write", "connect_timeout": "2"}
+    # The prefix names the formation, not the node that is primary now, nor the URL's order.
+    prefix = deployment_prefix(url)
+    assert prefix.startswith("lb-leaderboard-") and ":" not in prefix
+    assert prefix == deployment_prefix("postgresql://lb@10.0.0.2:5442,10.0.0.1:5441/leaderboard")
+    assert prefix != deployment_prefix("postgresql://lb@10.0.0.1:5441/leaderboard")
+    # A host without its port has the default one, as libpq reads it; a single host's prefix is
+    # what it always was (the boards of a deployment stay where they are).
+    assert database_from_url("postgresql://lb@h1,h2:6000/db")["PORT"] == "5432,6000"
+    assert deployment_prefix("postgresql://lb@db1:5432/leaderboard") == "lb-leaderboard-c55b92"
+
+
+def test_a_database_url_libpq_would_refuse_fails_at_start_up():
+    with pytest.raises(ConfigError, match="libpq"):
+        database_from_url("postgresql://lb@db1/leaderboard?target_sesion_attrs=read-write")  # a typo
+    with pytest.raises(ConfigError, match="postgresql://"):
+        database_from_url("mysql://lb@db1/leaderboard")
+
+
+@pytest.mark.django_db
+def test_a_process_started_on_a_multi_host_url_has_its_settings():
+    url = "postgresql://postgres@127.0.0.1:5441,127.0.0.1:5442/staging?target_session_attrs=read-write"
+    script = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "d = s.DATABASES['default']; print(json.dumps([d['HOST'], d['PORT'], d['OPTIONS'], s.REDIS_KEY_PREFIX]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=process_env(DATABASE_URL=url, REDIS_KEY_PREFIX=""),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    host, port, options, prefix = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (host, port, prefix) == ("127.0.0.1,127.0.0.1", "5441,5442", deployment_prefix(url))
+    # The URL's libpq parameters join the pool's options, not replace them.
+    assert options["target_session_attrs"] == "read-write" and options["pool"]["timeout"] > 0
