@@ -43,10 +43,10 @@ run-cluster: venv services migrate ## make run with the boards on a local Redis 
 	$(PY) manage.py collectstatic --noinput >/dev/null
 	export $$(bash scripts/cluster.sh start) && bash scripts/run.sh
 
-run-ha: venv ## make run on a Sentinel-managed Redis (primary, replica, 3 sentinels under var/redis-ha, ports 6390-6394)
+run-ha: venv ## make run on failover stores: pg_auto_failover (monitor, primary, sync secondary: 5440-5442) and Redis Sentinel (6390-6394)
 	export $$(bash scripts/ha.sh start) && $(MAKE) --no-print-directory run
 
-ha-stop: ## stop the Redis primary, replica and sentinels of make run-ha (their data stays in var/redis-ha)
+ha-stop: ## stop make run-ha's PostgreSQL formation, Redis primary, replica and sentinels (data stays in var/)
 	bash scripts/ha.sh stop
 
 test: venv services ## run the test suite (extra args: PYTEST_ARGS=...); installs chromium if missing

@@ -3,6 +3,7 @@
 import hashlib
 import os
 import re
+from urllib.parse import unquote, urlparse
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/leaderboard"
 
