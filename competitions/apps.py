@@ -11,6 +11,7 @@ class CompetitionsConfig(AppConfig):
         from boards.pages import game_links_set
         from boards.slots import whole_slots_source_add
 
+        from .league_boards import cohort_tags_live
         from .links import GAME_LINKS, links_refresh_on_change
         from .live import PUSHES, live_refresh_on_save
         from .models import Tournament
@@ -29,3 +30,4 @@ class CompetitionsConfig(AppConfig):
         post_delete.connect(links_refresh_on_change, sender=Tournament, dispatch_uid="tournament_links_delete")
         # On a Redis Cluster, the live periods' slots get the game's pause flag and hidden players.
         whole_slots_source_add(period_tags_live)
+        whole_slots_source_add(cohort_tags_live)  # and the league cohorts' slots
