@@ -62,3 +62,8 @@ def cohort_board_key(game: str, league: str, period: int, division: int, number:
 def period_pattern(game: str, league: str) -> str:
     """Every key of every period of a league (SCAN)."""
     return f"{key_prefix()}:l:{game}:{league}:*"
+
+
+def cohort_boards_pattern(game: str, league: str, period: int) -> str:
+    """Every cohort board key of one period, with their `:d` and `:v` companions (SCAN)."""
+    return f"{_base(game, league, period)}:c:*:b:*"

@@ -152,8 +152,7 @@ def cohort_boards_read(league: Any, index: int) -> dict[tuple[int, int], dict[st
     codec = ScoreCodec(cohort_time_bits(period))
     redis = boards_client()
     found: dict[tuple[int, int], dict[str, int]] = {}
-    pattern = f"{league_keys.period_pattern(league.game.slug, league.slug)[:-1]}{index}:c:*:b:*"
-    scan = redis.scan_iter(match=pattern, count=1000)
+    scan = redis.scan_iter(match=league_keys.cohort_boards_pattern(league.game.slug, league.slug, index), count=1000)
     for key in sorted({str(k) for k in scan if not str(k).endswith((":d", ":v"))}):
         division, number = key.split(":c:", 1)[1].split(":")[:2]
         members = redis.zrange(key, 0, -1, withscores=True)
