@@ -154,7 +154,8 @@ def cohort_boards_read(league: Any, index: int) -> dict[tuple[int, int], dict[st
     found: dict[tuple[int, int], dict[str, int]] = {}
     scan = redis.scan_iter(match=league_keys.cohort_boards_pattern(league.game.slug, league.slug, index), count=1000)
     for key in sorted({str(k) for k in scan if not str(k).endswith((":d", ":v"))}):
-        division, number = key.split(":c:", 1)[1].split(":")[:2]
+        parts = key.split(":c:", 1)[1].split(":")
+        division, number = parts[0], parts[1]
         members = redis.zrange(key, 0, -1, withscores=True)
         if members:
             found[(int(division), int(number))] = {str(m): codec.points(s) for m, s in members}
@@ -179,7 +180,7 @@ def cohort_ledger(league: Any, index: int) -> dict[tuple[int, int], dict[str, in
     for division, number, player_id, points in rows:
         if player_id in gone:
             continue
-        cohort = found.setdefault((division, number), {})
+        cohort = found.setdefault((division or 0, number or 0), {})
         held = cohort.get(player_id)
         if held is None:
             cohort[player_id] = points
