@@ -156,7 +156,7 @@ def cohort_boards_read(league: Any, index: int) -> dict[tuple[int, int], dict[st
     for key in sorted({str(k) for k in scan if not str(k).endswith((":d", ":v"))}):
         parts = key.split(":c:", 1)[1].split(":")
         division, number = parts[0], parts[1]
-        members = redis.zrange(key, 0, -1, withscores=True)
+        members: list[tuple[str, float]] = list(redis.zrange(key, 0, -1, withscores=True))  # type: ignore[arg-type]
         if members:
             found[(int(division), int(number))] = {str(m): codec.points(s) for m, s in members}
     return found
