@@ -30,6 +30,7 @@ from competitions import league_keys as keys
 from competitions.league_assign import state_fill, state_raise
 from competitions.league_models import League, LeagueMember
 from competitions.periods import Period
+from competitions.scores import counted_score
 from seasons.models import Game
 
 from .league_corrections import Cohort, board_of, cohort_players_rewrite, cohort_results, cohort_scores
@@ -37,6 +38,8 @@ from .league_corrections import league_periods_live as live_periods
 from .league_models import LeagueResult
 from .models import EventStatus
 from .reconcile_periods import PeriodsReport
+
+BOARDS_CHUNK = 500  # cohort boards read in one pipeline
 
 
 def leagues_reconcile(*, game: Game, now: datetime, repair: bool) -> PeriodsReport:
@@ -46,11 +49,44 @@ def leagues_reconcile(*, game: Game, now: datetime, repair: bool) -> PeriodsRepo
     for live in live_periods(game_id=game.pk, now=now):
         report.periods += 1
         _state_reconcile(live.league, live.period, repair=repair, report=report)
-        results = cohort_results(league=live.league, index=live.period.index)
-        cohorts = set(results) | _seated_cohorts(live.league, live.period.index)
-        for cohort in sorted(cohorts):
-            _cohort_reconcile(live.league, live.period, cohort, repair=repair, report=report)
+        for cohort, first in sorted(_first_looks(live.league, live.period).items()):
+            _cohort_reconcile(live.league, live.period, cohort, first, repair=repair, report=report)
     return report
+
+
+def _first_looks(league: League, period: Period) -> dict[Cohort, "_BoardLook"]:
+    """The first look at every cohort of the period: the ledger's scores from one query, the boards
+    read in pipelined chunks (a league of a million players has 33,000 cohorts)."""
+    results = cohort_results(league=league, index=period.index)
+    cohorts = sorted(set(results) | _seated_cohorts(league, period.index))
+    gone = set(
+        Player.objects.filter(game_id=league.game_id)
+        .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+        .values_list("player_id", flat=True)
+    )
+    looks: dict[Cohort, _BoardLook] = {}
+    redis = boards_client()
+    for start in range(0, len(cohorts), BOARDS_CHUNK):
+        chunk = cohorts[start : start + BOARDS_CHUNK]
+        boards = [board_of(league, period, cohort) for cohort in chunk]
+        pipe = redis.pipeline(transaction=False)
+        for board in boards:
+            pipe.zrange(board.key, 0, -1, withscores=True)
+        for cohort, board, members in zip(chunk, boards, pipe.execute(), strict=True):
+            scores: dict[str, int | None] = {}
+            for player, found in results.get(cohort, {}).items():
+                if player not in gone:
+                    scores[player] = counted_score(
+                        scoring=league.scoring,
+                        ascending=False,
+                        starts_at=board.starts_at,
+                        time_bits=board.time_bits,
+                        results=found,
+                    )
+            looks[cohort] = _BoardLook(
+                {p: v for p, v in scores.items() if v is not None}, {str(m): int(v) for m, v in members}
+            )
+    return looks
 
 
 def _seated_cohorts(league: League, index: int) -> set[Cohort]:
@@ -89,7 +125,8 @@ def _state_look(league: League, index: int) -> _StateLook:
     game, slug = league.game.slug, league.slug
     redis = boards_client()
     counters = {str(k): str(v) for k, v in redis.hgetall(keys.state_key(game, slug, index)).items()}
-    members = {str(k): str(v) for k, v in redis.hgetall(keys.members_key(game, slug, index)).items()}
+    # The map holds every player of the period (a million in a large league): scanned, never one HGETALL.
+    members = {str(k): str(v) for k, v in redis.hscan_iter(keys.members_key(game, slug, index), count=5000)}
     rows = LeagueMember.objects.filter(league=league, period=index)
     seats = {p: f"{d}:{n}" for p, d, n in rows.values_list("player_id", "division", "number")}
     sizes = {
@@ -141,21 +178,17 @@ class _BoardLook:
         return {p for p in set(self.scores) | set(self.board) if self.board.get(p) != self.scores.get(p)}
 
 
-def _board_look(league: League, period: Period, cohort: Cohort, players: list[str] | None) -> _BoardLook:
+def _board_look(league: League, period: Period, cohort: Cohort, players: list[str]) -> _BoardLook:
+    """The second look at these players of a cohort: the ledger's scores and the board's."""
     scores, _ = cohort_scores(league=league, period=period, cohort=cohort, player_ids=players)
-    scores = {p: s for p, s in scores.items() if s is not None}
-    key = board_of(league, period, cohort).key
-    redis = boards_client()
-    if players is None:
-        board = {str(member): int(score) for member, score in redis.zscan_iter(key, count=1000)}
-    else:
-        found = redis.zmscore(key, players)
-        board = {p: int(score) for p, score in zip(players, found, strict=True) if score is not None}
-    return _BoardLook(scores, board)
+    found = boards_client().zmscore(board_of(league, period, cohort).key, players)
+    board = {p: int(score) for p, score in zip(players, found, strict=True) if score is not None}
+    return _BoardLook({p: s for p, s in scores.items() if s is not None}, board)
 
 
-def _cohort_reconcile(league: League, period: Period, cohort: Cohort, *, repair: bool, report: PeriodsReport) -> None:
-    first = _board_look(league, period, cohort, None)
+def _cohort_reconcile(
+    league: League, period: Period, cohort: Cohort, first: "_BoardLook", *, repair: bool, report: PeriodsReport
+) -> None:
     report.entries += len(first.scores.keys() | first.board.keys())
     players = sorted(first.apart())
     if not players:
