@@ -253,22 +253,50 @@ def league_boards_rebuild(*, game: Game, now: datetime) -> int:
     rewritten from the ledger: each player with a result in the cohort, and each player on its
     board, gets the score of their results still accepted (results not applied yet included,
     their markers set). Called by the rebuild inside its pause, after the swap that took the
-    unapplied results out of the outbox. Returns the number of players whose score changed."""
+    unapplied results out of the outbox: nothing else writes a cohort board meanwhile (a
+    correction finds the game paused and waits), so the period's results are read in one query
+    and no player's rewrite lock is taken. Returns the number of players whose score changed."""
     changed = 0
+    gone = _gone(game.pk)
     for live in league_periods_live(game_id=game.pk, now=now):
         league, period = live.league, live.period
         state_fill(league=league, period=period)
         results = cohort_results(league=league, index=period.index)
         for cohort in sorted(set(results) | _cohorts_of(league, period.index)):
             board = board_of(league, period, cohort)
+            found = results.get(cohort, {})
             on_board = {str(member) for member in boards_client().zrange(board.key, 0, -1)}
-            ids = sorted(set(results.get(cohort, {})) | on_board)
-            if ids:
-                written = cohort_players_rewrite(
-                    league=league, period=period, cohort=cohort, player_ids=ids, pause_held=True
+            scores = {
+                player_id: None
+                if player_id in gone
+                else counted_score(
+                    scoring=league.scoring,
+                    ascending=False,
+                    starts_at=board.starts_at,
+                    time_bits=board.time_bits,
+                    results=found.get(player_id, []),
                 )
-                changed += written or 0
+                for player_id in sorted(set(found) | on_board)
+            }
+            included = {p: [(r.event_id, r.accepted_at) for r in mine] for p, mine in found.items()}
+            written = competition_scores_write(
+                board=board,
+                scores=scores,
+                included=included,
+                dedup_ttl_s=settings.SCORING_DEDUP_TTL_S,
+                pause_held=True,
+            )
+            changed += written or 0
     return changed
+
+
+def _gone(game_id: int) -> set[str]:
+    """The game's hidden and deleted players (few: one query for a whole rebuild)."""
+    return set(
+        Player.objects.filter(game_id=game_id)
+        .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
+        .values_list("player_id", flat=True)
+    )
 
 
 def _cohorts_of(league: League, index: int) -> set[Cohort]:
