@@ -11,6 +11,7 @@ class CompetitionsConfig(AppConfig):
         from boards.pages import game_links_set
         from boards.slots import whole_slots_source_add
 
+        from .league_boards import cohort_tags_live
         from .league_live import PUSHES as LEAGUE_PUSHES
         from .league_models import League
         from .league_standings import conf_publish_on_save as league_conf_publish_on_save
@@ -36,3 +37,4 @@ class CompetitionsConfig(AppConfig):
         post_delete.connect(links_refresh_on_change, sender=League, dispatch_uid="league_links_delete")
         # On a Redis Cluster, the live periods' slots get the game's pause flag and hidden players.
         whole_slots_source_add(period_tags_live)
+        whole_slots_source_add(cohort_tags_live)  # and the league cohorts' slots

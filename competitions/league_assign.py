@@ -34,6 +34,7 @@ from .periods import Period
 ASSIGN_SCRIPT = lua_path(__file__, "league_assign.lua")
 UNSEAT_SCRIPT = lua_path(__file__, "league_unseat.lua")
 FILL_SCRIPT = lua_path(__file__, "league_fill.lua")
+RAISE_SCRIPT = lua_path(__file__, "league_raise.lua")
 FILL_TRIES = 3
 FILL_CHUNK = 5000
 
@@ -231,6 +232,20 @@ def state_fill(*, league: League, period: Period) -> bool:
         keys=script_keys, args=[keys_expire_at(period), league.cohort_size, *flat], client=redis
     )
     return bool(reply)
+
+
+def state_raise(*, league: League, period: Period, seats: dict[str, str], counters: dict[str, int]) -> int:
+    """Raise the period's assignment state to stored seats ("D:N" by player, written where the map
+    has none) and counters (written where lower): the reconciliation's repair of a state behind the
+    database (lua/league_raise.lua). Returns the number of fields written."""
+    game, slug, index = league.game.slug, league.slug, period.index
+    script_keys = [keys.members_key(game, slug, index), keys.state_key(game, slug, index)]
+    args: list[str | int] = [keys_expire_at(period), len(seats)]
+    for player, seat in sorted(seats.items()):
+        args += [player, seat]
+    for counter, value in sorted(counters.items()):
+        args += [counter, value]
+    return int(lua_script(RAISE_SCRIPT)(keys=script_keys, args=args, client=boards_client()))
 
 
 def seat_of(*, league: League, index: int, player_id: str) -> tuple[int, int] | None:

@@ -5,14 +5,18 @@ apply script: scoring's worker passes these boards with the events that count on
 
 import time
 
+from django.utils import timezone
+
 from boards.ranking import needs_distinct_points
 from boards.writer import CompetitionBoard
 from seasons.services import time_bits_for_window
 
 from . import league_keys as keys
 from .league_assign import keys_expire_at
-from .league_models import League, LeagueScoring
-from .periods import Period
+from .league_keys import cohort_tag
+from .league_models import League, LeagueCohort, LeagueScoring
+from .league_periods import schedule_of
+from .periods import Period, periods_open
 
 
 def cohort_time_bits(period: Period) -> int:
@@ -49,3 +53,17 @@ def cohort_id_parse(text: str) -> tuple[int, str, int] | None:
     if len(head) > 9 or len(tail) > 9:
         return None
     return int(head), name, int(tail)
+
+
+def cohort_tags_live(game: str) -> list[str]:
+    """The slot tags of the cohorts of the game's league periods whose grace has not ended (boards/
+    slots.py's source of whole slots, connected in apps.py): on a Redis Cluster each gets the game's
+    pause flag and hidden players, as a tournament period's slot does, so a rebuild pauses the
+    cohort applies too and a hidden player's results stay off the cohort boards."""
+    now = timezone.now()
+    tags: list[str] = []
+    for league in League.objects.filter(game__slug=game, created_at__lte=now).order_by("id"):
+        for period in periods_open(schedule_of(league), now):
+            cohorts = LeagueCohort.objects.filter(league=league, period=period.index).values_list("division", "number")
+            tags += [cohort_tag(game, league.slug, period.index, d, n) for d, n in cohorts]
+    return tags

@@ -110,3 +110,8 @@ def conf_key(game: str, league: str) -> str:
 
 def conf_version_key(game: str, league: str) -> str:
     return f"{key_prefix()}:lc:{game}:{league}:v:{league_tag(game, league)}"
+
+
+def cohort_boards_pattern(game: str, league: str, period: int) -> str:
+    """Every cohort board key of one period, with their `:d` and `:v` companions (SCAN)."""
+    return f"{_base(game, league, period)}:c:*:b:*"

@@ -43,6 +43,20 @@ def period_score(
 ) -> int | None:
     """The encoded score of a player with these counted results (None: no result, off the board;
     also None past the codec's capacity, which the apply script would refuse)."""
+    return counted_score(
+        scoring=tournament.scoring,
+        ascending=tournament.order == Order.ASC,
+        starts_at=starts_at,
+        time_bits=time_bits,
+        results=results,
+    )
+
+
+def counted_score(
+    *, scoring: str, ascending: bool, starts_at: datetime, time_bits: int, results: list[CountedResult]
+) -> int | None:
+    """`period_score` by the rule's name (`best`, `sum`, `latest`): a league cohort's board uses the
+    same rules (`best` and `sum`, higher is better)."""
     if not results:
         return None
     codec = ScoreCodec(time_bits)
@@ -51,11 +65,10 @@ def period_score(
     def reached(result: CountedResult) -> int:
         return reached_seconds(season_start_us=start_us, accepted_us=epoch_micros(result.accepted_at))
 
-    ascending = tournament.order == Order.ASC
-    if tournament.scoring == Scoring.LATEST:
+    if scoring == Scoring.LATEST:
         last = max(results, key=lambda r: (r.played_at, r.accepted_at, r.event_id))
         value, at = last.points, reached(last)
-    elif tournament.scoring == Scoring.SUM:
+    elif scoring == Scoring.SUM:
         value = sum(r.points for r in results)
         positive = [reached(r) for r in results if r.points > 0]
         at = max(positive) if positive else min(reached(r) for r in results)

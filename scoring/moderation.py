@@ -26,6 +26,7 @@ from seasons.models import Game
 
 from .corrections import player_correct_retrying
 from .entries import tournament_results_approved, tournament_results_withdrawn
+from .league_corrections import league_results_approved, league_results_withdrawn
 from .models import AnomalyScan, EventStatus, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .players import DELETED_PREFIX
@@ -80,6 +81,7 @@ def player_ban(
     changed = player_correct_retrying(game=game, player_id=player_id) if revoked else 0
     if revoked:
         tournament_results_withdrawn(event_ids=withdrawn, now=timezone.now())
+        league_results_withdrawn(event_ids=withdrawn, now=timezone.now())
     return BanResult(player_id=player_id, revoked=revoked, boards_changed=changed)
 
 
@@ -136,6 +138,7 @@ def results_approve(
             # Their tournament entries decided again, as accepted results (before the status changes:
             # a counter filled from the ledger must not hold them yet).
             give_back.append(tournament_results_approved(events=events, now=now))
+            give_back.append(league_results_approved(events=events, now=now))  # seated as first results
             _approve(events, now=now, reason=reason, actor=actor, actor_label=actor_label)
             if announce:
                 _reviewed_publish(events, decision="approved", reason=reason)
@@ -191,6 +194,7 @@ def results_revoke(*, event_ids: list[int], reason: str, actor: Actor = None, ac
     # never on them (the anomaly job's withholding corrects the boards itself, after its commit).
     _correct_players(counted)
     tournament_results_withdrawn(event_ids=[e.id for e in counted], now=timezone.now())
+    league_results_withdrawn(event_ids=[e.id for e in counted], now=timezone.now())
     return ReviewResult(changed=len(events), skipped=len(event_ids) - len(events))
 
 
@@ -224,6 +228,7 @@ def _withhold(events: list[ScoreEvent], reason: str) -> None:
     )
     _correct_players(locked)
     tournament_results_withdrawn(event_ids=[e.id for e in locked], now=timezone.now())
+    league_results_withdrawn(event_ids=[e.id for e in locked], now=timezone.now())
 
 
 ANOMALY_RECOMPUTE_S = 600

@@ -27,6 +27,7 @@ from boards.writer import ApplyReport, EventRow, events_apply
 from common.observability import Histogram, observe_many
 
 from .entries import competition_boards_of, competition_rewrites, tournament_results_withdrawn
+from .league_corrections import league_results_withdrawn
 from .league_entries import league_boards_of
 from .models import ApplyRecord, EventStatus, ScoreEvent, UnappliedEvent
 from .selectors import json_list
@@ -163,6 +164,7 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
             outbox_drop(report.refused)
         # Counted in a tournament: off its board again, its attempt given back.
         tournament_results_withdrawn(event_ids=report.refused, now=now)
+        league_results_withdrawn(event_ids=report.refused, now=now)
     on_boards = set(report.on_boards)
     lags = [(now - row.accepted_at).total_seconds() for row in rows if row.id in on_boards]
     observe_many(APPLY_LAG, lags)

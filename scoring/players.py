@@ -23,6 +23,7 @@ from seasons.models import Game, Season
 
 from .corrections import player_correct
 from .entries import tournament_player_correct
+from .league_corrections import league_player_correct
 from .models import ScoreEvent, SeasonTotal
 
 
@@ -51,6 +52,7 @@ def _index_and_boards(*, game: Game, player: Player, name_changed: bool, flipped
     if flipped:
         player_correct(game=game, player_id=player.player_id)
         tournament_player_correct(game=game, player_id=player.player_id, now=timezone.now())
+        league_player_correct(game=game, player_id=player.player_id, now=timezone.now())
 
 
 DELETED_PREFIX = "~deleted~"  # the ledger's rows of a deleted account move to DELETED_PREFIX + a hash
@@ -76,6 +78,7 @@ def player_delete(*, game: Game, player_id: str) -> None:
         player_tombstone(game=game, player_id=player_id, now=timezone.now())
         player_correct(game=game, player_id=player_id)  # removes every entry: the ledger excludes them
         tournament_player_correct(game=game, player_id=player_id, now=timezone.now())
+        league_player_correct(game=game, player_id=player_id, now=timezone.now())
         ScoreEvent.objects.filter(game=game, player_id=player_id).update(player_id=pseudonym)
         # Derived per-player rows (capacity totals, season regions, friendships) are dropped.
         SeasonTotal.objects.filter(season__game=game, player_id=player_id).delete()

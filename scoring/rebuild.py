@@ -14,7 +14,9 @@ A whole rebuild (every kind, every shard) also rewrites the boards of the game's
 periods whose grace has not ended from the ledger, in phase 2 after the swap
 (`entries.tournament_boards_rebuild`): the swap took the unapplied results out of the outbox, and
 a flushed Redis lost those boards too. Their counters (entrants, attempts) refill themselves from
-the database on their next use.
+the database on their next use. So do the game's league periods whose grace has not ended
+(`league_corrections.league_boards_rebuild`): their assignment state filled from the stored seats
+when Redis lost it, every cohort board rewritten from the ledger.
 
 One rebuild of a game runs at a time (`lb:rebuild-lock:{game}`, waited for): two would write the
 same staged copies. A rebuild that loses the lock (Redis flushed under it, so its staged copies
@@ -64,6 +66,7 @@ from seasons.models import Game
 from seasons.selectors import seasons_of
 
 from .entries import tournament_boards_rebuild
+from .league_corrections import league_boards_rebuild
 from .outbox import outbox_applied
 from .selectors import (
     ledger_boards,
@@ -156,6 +159,8 @@ def _rebuild(
         if not scope.partial:  # the swap took the unapplied results out of the outbox
             tournament_players = tournament_boards_rebuild(game=game, now=moved.now)
             logger.info("rebuild of %s: %d tournament scores rewritten", game.slug, tournament_players)
+            league_players = league_boards_rebuild(game=game, now=moved.now)
+            logger.info("rebuild of %s: %d league cohort scores rewritten", game.slug, league_players)
     report.paused_s = round(time.monotonic() - clock, 2)
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)

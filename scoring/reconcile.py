@@ -23,7 +23,8 @@ per season with the dedup markers, as corrections do). Above REBUILD_ABOVE drift
 is rebuilt instead (`boards_rebuild`, live seasons).
 
 The boards and counters of the tournament periods not final are compared too, each period whole
-(reconcile_periods.py), and repaired the same way; they never make the game rebuild.
+(reconcile_periods.py), and the assignment state and cohort boards of the league periods not ended
+(reconcile_leagues.py), and repaired the same way; they never make the game rebuild.
 
 Only live seasons (not frozen) are compared: a frozen season is read from its standings. A day,
 week or month board near the end of its lifetime (within MARGIN_S, by the ledger's clock or by
@@ -58,6 +59,7 @@ from seasons.selectors import seasons_of
 from .corrections import player_boards_rewrite
 from .models import EventStatus, ScoreEvent
 from .rebuild import RebuildBusy, boards_rebuild
+from .reconcile_leagues import leagues_reconcile
 from .reconcile_periods import PeriodsReport, periods_reconcile
 from .selectors import ledger_boards, ledger_entries, ledger_has_extra_boards
 
@@ -94,8 +96,8 @@ class ReconcileReport:
     repaired: int = 0  # boards rewritten
     unrepaired: int = 0  # players left for the next run (a rebuild's pause, a concurrent change)
     rebuilt: bool = False  # the game was rebuilt instead
-    periods: int = 0  # tournament periods not final compared (reconcile_periods.py)
-    counters_filled: int = 0  # of those: counters filled from the database (they had lost their data)
+    periods: int = 0  # tournament and league periods not final compared (reconcile_periods.py, reconcile_leagues.py)
+    counters_filled: int = 0  # of those: counters or league states filled from the database (they had lost their data)
     skipped: str = ""  # why nothing was compared
     seconds: float = 0.0
     examples: list[tuple[str, str, int | None, int | None]] = field(default_factory=list)
@@ -155,6 +157,7 @@ def boards_reconcile(
         else:
             _repair(game=game, drift=drift, scan=scan, report=report)
     _periods_add(report, periods_reconcile(game=game, now=now, repair=repair))
+    _periods_add(report, leagues_reconcile(game=game, now=now, repair=repair))
     report.seconds = round(time.monotonic() - clock, 2)
     if repair:
         count(f"reconcile_drift:{game.slug}", report.drift)
@@ -175,8 +178,10 @@ def boards_reconcile(
 
 
 def _periods_add(report: ReconcileReport, periods: PeriodsReport) -> None:
-    """The tournament periods' comparison (reconcile_periods.py) counted into the game's report."""
-    report.periods, report.counters_filled = periods.periods, periods.filled
+    """The tournament or league periods' comparison (reconcile_periods.py, reconcile_leagues.py)
+    counted into the game's report."""
+    report.periods += periods.periods
+    report.counters_filled += periods.filled
     report.entries += periods.entries
     report.candidates += periods.candidates
     report.pending += periods.pending

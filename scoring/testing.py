@@ -136,3 +136,54 @@ def event_rows(events: Iterable[ScoreEvent]) -> list[EventRow]:
         EventRow(e.id, e.season_id, e.player_id, e.points, e.accepted_at, e.day, e.region, tuple(e.extra_boards or ()))
         for e in events
     ]
+
+
+def cohort_boards_read(league: Any, index: int) -> dict[tuple[int, int], dict[str, int]]:
+    """Every cohort board of a league period with members, as {(division, number): {player:
+    points shown}}, read straight from Redis (SCAN over the period's keys)."""
+    from boards.codec import ScoreCodec
+    from common.redis import boards_client
+    from competitions import league_keys
+    from competitions.league_boards import cohort_time_bits
+    from competitions.league_periods import league_period
+
+    period = league_period(league, index)
+    assert period is not None
+    codec = ScoreCodec(cohort_time_bits(period))
+    redis = boards_client()
+    found: dict[tuple[int, int], dict[str, int]] = {}
+    scan = redis.scan_iter(match=league_keys.cohort_boards_pattern(league.game.slug, league.slug, index), count=1000)
+    for key in sorted({str(k) for k in scan if not str(k).endswith((":d", ":v"))}):
+        parts = key.split(":c:", 1)[1].split(":")
+        division, number = parts[0], parts[1]
+        members: list[tuple[str, float]] = list(redis.zrange(key, 0, -1, withscores=True))  # type: ignore[arg-type]
+        if members:
+            found[(int(division), int(number))] = {str(m): codec.points(s) for m, s in members}
+    return found
+
+
+def cohort_ledger(league: Any, index: int) -> dict[tuple[int, int], dict[str, int]]:
+    """What the ledger says the cohort boards hold, computed apart from the code under test: each
+    player's results of the period still accepted, summed (or their best), hidden and deleted
+    players left out."""
+    from boards.models import Player
+
+    from .league_models import LeagueResult
+
+    gone = set(Player.objects.filter(game_id=league.game_id, hidden=True).values_list("player_id", flat=True)) | set(
+        Player.objects.filter(game_id=league.game_id, deleted_at__isnull=False).values_list("player_id", flat=True)
+    )
+    rows = LeagueResult.objects.filter(
+        league=league, period=index, number__isnull=False, event__status=EventStatus.ACCEPTED
+    ).values_list("division", "number", "player_id", "event__points")
+    found: dict[tuple[int, int], dict[str, int]] = {}
+    for division, number, player_id, points in rows:
+        if player_id in gone:
+            continue
+        cohort = found.setdefault((division or 0, number or 0), {})
+        held = cohort.get(player_id)
+        if held is None:
+            cohort[player_id] = points
+        else:
+            cohort[player_id] = max(held, points) if league.scoring == "best" else held + points
+    return found

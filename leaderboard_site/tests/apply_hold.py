@@ -8,9 +8,9 @@ APPLY_HOLD_AT says where the task stops (scoring/outbox.py, `events_apply_by_id`
 - `after_apply`: the Lua apply has written the boards (and the tournament rewrites theirs); the
   batch's rows are still in the outbox (the ledger does not say applied).
 
-Only one batch is held: the first that holds a result counted in a tournament, taken by whichever
-pool process of whichever worker gets one first (an O_EXCL claim file in APPLY_HOLD_DIR, so a
-restarted worker holds nothing). That process writes `held.json` there (its pid, the batch's event
+Only one batch is held: the first that holds a result counted in a tournament or in a league
+cohort, taken by whichever pool process of whichever worker gets one first (an O_EXCL claim file in
+APPLY_HOLD_DIR, so a restarted worker holds nothing). That process writes `held.json` there (its pid, the batch's event
 ids), then sleeps until it is killed.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring import outbox
-from scoring.models import TournamentResult
+from scoring.models import LeagueResult, TournamentResult
 
 HOLD_DIR = os.environ.get("APPLY_HOLD_DIR", "")
 HOLD_AT = os.environ.get("APPLY_HOLD_AT", "after_apply")
@@ -29,7 +29,8 @@ HELD_FILE = "held.json"
 
 
 def _hold(event_ids: list[int]) -> None:
-    if not TournamentResult.objects.filter(event_id__in=event_ids, verdict="counted").exists():
+    counted = TournamentResult.objects.filter(event_id__in=event_ids, verdict="counted").exists()
+    if not counted and not LeagueResult.objects.filter(event_id__in=event_ids, number__isnull=False).exists():
         return
     folder = Path(HOLD_DIR)
     try:

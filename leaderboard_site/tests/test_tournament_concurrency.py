@@ -66,10 +66,11 @@ class Cluster:
     """Two web servers (each on its own port, so that a test knows which process answered), and
     optionally two workers and beat. A worker given `hold` (apply_hold.py's settings) stops in
     the middle of one batch. The relay sends an unapplied result again after 4 s (2 s in the other
-    tests of real processes): the held batch is not sent again before the test has looked at it."""
+    tests of real processes; `relay_after_s` for a test that looks later): the held batch is not
+    sent again before the test has looked at it."""
 
-    def __init__(self, *, workers: int = 0, hold: dict[str, str] | None = None) -> None:
-        self.env = {"SCORING_RELAY_AFTER_S": "4"}
+    def __init__(self, *, workers: int = 0, hold: dict[str, str] | None = None, relay_after_s: int = 4) -> None:
+        self.env = {"SCORING_RELAY_AFTER_S": str(relay_after_s)}
         self.hold = hold or {}
         self.ports = [free_port(), free_port()]
         self.workers = [self._worker() for _ in range(workers)]
