@@ -61,6 +61,13 @@ MSG
     redis      : the primary the sentinels ${REDIS_SENTINEL} name (${REDIS_SENTINEL_MASTER:-}; scripts/ha.sh status | stop)
 MSG
     fi
+    case "${DATABASE_URL:-}" in
+        *@*,*)
+            cat >>"$BANNER" <<MSG
+    postgresql : the node of ${DATABASE_URL%%\?*} that takes writes (scripts/pg_ha.sh status)
+MSG
+            ;;
+    esac
     if [ -n "${REDIS_CLUSTER_URL:-}" ]; then
         cat >>"$BANNER" <<MSG
     boards on  : the Redis Cluster at ${REDIS_CLUSTER_URL} (scripts/cluster.sh status | stop)
