@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db.models import Max
 from redis.cluster import RedisCluster
 
+from common.db import insert_rows
 from common.redis import boards_client, lua_path, lua_script
 
 from . import league_keys as keys
@@ -182,19 +183,19 @@ def members_record(*, seats: list[Seat], now: datetime) -> None:
     new = [s for s in seats if s.new]
     if not new:
         return
-    LeagueMember.objects.bulk_create(
+    # One statement, no model instances: a batch of first results seats hundreds of players.
+    insert_rows(
+        LeagueMember._meta.db_table,
         [
-            LeagueMember(
-                league=s.league,
-                period=s.period.index,
-                player_id=s.player_id,
-                division=s.division or 0,
-                number=s.number or 0,
-                joined_at=now,
-            )
-            for s in new
+            ("league_id", "bigint"),
+            ("period", "integer"),
+            ("player_id", "text"),
+            ("division", "integer"),
+            ("number", "integer"),
+            ("joined_at", "timestamptz"),
         ],
-        ignore_conflicts=True,
+        [(s.league.pk, s.period.index, s.player_id, s.division or 0, s.number or 0, now) for s in new],
+        on_conflict="ON CONFLICT DO NOTHING",
     )
     # Only a cohort's first member writes its row (so concurrent members do not wait on each
     # other's insert); the period's end writes any a failed transaction left out.

@@ -4,6 +4,7 @@ score codec and its kind. `sum` and `best` (higher is better) are both added by 
 apply script: scoring's worker passes these boards with the events that count on them."""
 
 import time
+from collections.abc import Callable
 
 from django.utils import timezone
 
@@ -25,18 +26,32 @@ def cohort_time_bits(period: Period) -> int:
 
 
 def cohort_board(*, league: League, period: Period, division: int, number: int) -> CompetitionBoard:
-    game = league.game
-    return CompetitionBoard(
-        game=game.slug,
-        key=keys.cohort_board_key(game.slug, league.slug, period.index, division, number),
-        tag=keys.cohort_tag(game.slug, league.slug, period.index, division, number),
-        starts_at=period.starts_at,
-        time_bits=cohort_time_bits(period),
-        best=league.scoring == LeagueScoring.BEST,
-        ascending=False,
-        dense=needs_distinct_points(game.tie_rule),
-        ttl_s=max(60, keys_expire_at(period) - int(time.time())),
-    )
+    return cohort_boards_of_period(league=league, period=period)(division, number)
+
+
+def cohort_boards_of_period(*, league: League, period: Period) -> Callable[[int, int], CompetitionBoard]:
+    """A maker of the period's cohort boards by (division, number): what they share is worked out
+    once (a worker's batch touches as many cohorts as it has players)."""
+    game = league.game.slug
+    time_bits = cohort_time_bits(period)
+    best = league.scoring == LeagueScoring.BEST
+    dense = needs_distinct_points(league.game.tie_rule)
+    ttl_s = max(60, keys_expire_at(period) - int(time.time()))
+
+    def board(division: int, number: int) -> CompetitionBoard:
+        return CompetitionBoard(
+            game=game,
+            key=keys.cohort_board_key(game, league.slug, period.index, division, number),
+            tag=keys.cohort_tag(game, league.slug, period.index, division, number),
+            starts_at=period.starts_at,
+            time_bits=time_bits,
+            best=best,
+            ascending=False,
+            dense=dense,
+            ttl_s=ttl_s,
+        )
+
+    return board
 
 
 def cohort_id(*, period: int, division_name: str, number: int) -> str:

@@ -114,7 +114,11 @@ class LeagueCohort(models.Model):
 class LeagueMember(models.Model):
     """A player's cohort in one period, written with their first accepted result of it."""
 
-    league = models.ForeignKey(League, on_delete=models.CASCADE, related_name="members")
+    # Written in every submission that seats players: no index of its own (the unique key starts
+    # with it) and no constraint checked per row, as the ledger's rows.
+    league = models.ForeignKey(
+        League, on_delete=models.CASCADE, related_name="members", db_constraint=False, db_index=False
+    )
     period = models.PositiveIntegerField()
     player_id = models.CharField(max_length=64)
     division = models.PositiveSmallIntegerField()

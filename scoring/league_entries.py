@@ -8,13 +8,13 @@ same transaction as the events, and gives the seats back when that transaction f
 """
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from boards.writer import CompetitionBoard, EventRow
 from common.db import copy_rows
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
-from competitions.league_boards import cohort_board
+from competitions.league_boards import cohort_boards_of_period
 from competitions.league_models import League
 from competitions.league_periods import league_period, league_period_holding
 
@@ -69,20 +69,31 @@ def league_results_record(*, rows: list[tuple[int, Seat]], now: datetime) -> Non
 
 def league_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventRow]]:
     """The cohort boards these events count on (their `LeagueResult` rows with a cohort), each with
-    its events: the worker applies them with the season boards, by the same script."""
+    its events: the worker applies them with the season boards, by the same script. Plain tuples,
+    not model instances, and each league period's facts once: a batch's results fall in as many
+    cohorts as it has players (docs/performance.md, "Leagues")."""
     if not rows:
         return {}
     by_id = {row.id: row for row in rows}
-    found = LeagueResult.objects.filter(event_id__in=list(by_id), number__isnull=False).select_related("league__game")
-    grouped: dict[tuple[int, int, int, int], list[LeagueResult]] = defaultdict(list)
-    for result in found:
-        grouped[(result.league_id, result.period, result.division or 0, result.number or 0)].append(result)
+    found = LeagueResult.objects.filter(event_id__in=list(by_id), number__isnull=False).values_list(
+        "league_id", "period", "division", "number", "event_id"
+    )
+    grouped: dict[tuple[int, int, int, int], list[EventRow]] = defaultdict(list)
+    for league_id, index, division, number, event_id in found:
+        grouped[(league_id, index, division or 0, number or 0)].append(by_id[event_id])
+    if not grouped:
+        return {}
+    leagues = League.objects.select_related("game").in_bulk({key[0] for key in grouped})
+    makers: dict[tuple[int, int], Callable[[int, int], CompetitionBoard] | None] = {}
     boards: dict[CompetitionBoard, list[EventRow]] = {}
-    for (_, index, division, number), results in grouped.items():
-        league = results[0].league
-        period = league_period(league, index)
-        if period is None:
-            continue
-        board = cohort_board(league=league, period=period, division=division, number=number)
-        boards[board] = [by_id[r.event_id] for r in results]
+    for (league_id, index, division, number), events in grouped.items():
+        if (league_id, index) not in makers:
+            league = leagues[league_id]
+            period = league_period(league, index)
+            makers[(league_id, index)] = (
+                None if period is None else cohort_boards_of_period(league=league, period=period)
+            )
+        make = makers[(league_id, index)]
+        if make is not None:
+            boards[make(division, number)] = events
     return boards
