@@ -13,7 +13,11 @@ class LeagueResult(models.Model):
     # No database constraints and no index of their own (as TournamentResult, scoring/models.py):
     # (event, league) is the unique constraint's, and league the other indexes' prefix.
     event = models.ForeignKey(
-        "scoring.ScoreEvent", on_delete=models.CASCADE, related_name="league_results", db_constraint=False, db_index=False
+        "scoring.ScoreEvent",
+        on_delete=models.CASCADE,
+        related_name="league_results",
+        db_constraint=False,
+        db_index=False,
     )
     league = models.ForeignKey(
         "competitions.League", on_delete=models.PROTECT, related_name="+", db_constraint=False, db_index=False
