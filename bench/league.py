@@ -6,8 +6,9 @@ frozen, every player's new division written, one `league.cohort_final` event per
 Writes the ledger straight into PostgreSQL (a game, a season, a league whose period 1 has ended;
 one accepted result per player with its LeagueResult row, the members, the cohorts and the
 players' divisions), then times `league_period_close` in this process (what the worker runs) and
-prints its seconds, the process's peak RSS, the cohorts, events and standings written. Deletes its
-game and everything under it at the end.
+prints its seconds, the process's peak RSS, the cohorts, events, standings and divisions written,
+and the floor measured in the same run: PostgreSQL writing as many standings rows and nothing
+else. Deletes its game and everything under it at the end. `--chunk N`: cohorts a transaction.
 """
 
 import argparse

@@ -12,9 +12,11 @@ worker's successor resumes where it stopped:
    failed submission left out (from the members).
 2. `_cohorts_freeze`, repeated: up to CHUNK cohorts not final yet, claimed `FOR UPDATE SKIP LOCKED`
    (two closers share the work, never a cohort), their standings computed and stored
-   (`LeagueStanding`, COPY), the players' new divisions upserted (`LeaguePlayer`), the cohorts
-   marked final and their events published, in one transaction: a cohort is final with its
-   standings, divisions and event, or not at all.
+   (`LeagueStanding`), the players' new divisions upserted (`LeaguePlayer`), the cohorts marked
+   final, all by one statement in PostgreSQL (window functions over the chunk's results: nothing of
+   a standing travels to this process), and their events built by PostgreSQL from the standings
+   (`events_publish_select`), in one transaction: a cohort is final with its standings, divisions
+   and event, or not at all. docs/performance.md, "A league period's end", has the figures.
 3. `_finish`: under the league's row lock, once no cohort is left: the idle players moved down
    (`demote_idle`, one UPDATE, idempotent by the row's `period`), the period `final`. Then the
    players of the next period who were waiting for this end are seated (`waiting_seat`).
