@@ -6,8 +6,9 @@ frozen, every player's new division written, one `league.cohort_final` event per
 Writes the ledger straight into PostgreSQL (a game, a season, a league whose period 1 has ended;
 one accepted result per player with its LeagueResult row, the members, the cohorts and the
 players' divisions), then times `league_period_close` in this process (what the worker runs) and
-prints its seconds, the process's peak RSS, the cohorts, events and standings written. Deletes its
-game and everything under it at the end.
+prints its seconds, the process's peak RSS, the cohorts, events, standings and divisions written,
+and the floor measured in the same run: PostgreSQL writing as many standings rows and nothing
+else. Deletes its game and everything under it at the end. `--chunk N`: cohorts a transaction.
 """
 
 import argparse
@@ -30,7 +31,7 @@ from django.utils import timezone  # noqa: E402
 
 from competitions.league_models import League, LeagueCohort, LeagueMember, LeaguePlayer, LeagueStanding  # noqa: E402
 from events.models import Event  # noqa: E402
-from scoring.league_closing import league_period_close  # noqa: E402
+from scoring.league_closing import CHUNK, league_period_close  # noqa: E402
 from scoring.models import LeagueResult, ScoreEvent  # noqa: E402
 from seasons.models import Game, Season  # noqa: E402
 
@@ -119,27 +120,52 @@ def teardown() -> None:
     game.delete()
 
 
+def floor(rows: int) -> float:
+    """Seconds PostgreSQL takes to write `rows` standings rows and nothing else: one INSERT ... SELECT
+    of generated rows into a table shaped and indexed as the standings (WAL-logged as they are),
+    no ledger read, no ordering, no divisions, no events: what the end can never beat."""
+    table = LeagueStanding._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_standing_floor")
+        cursor.execute(f"CREATE TABLE bench_standing_floor (LIKE {table} INCLUDING DEFAULTS INCLUDING INDEXES)")
+        try:
+            started = time.perf_counter()
+            cursor.execute(
+                "INSERT INTO bench_standing_floor (id, cohort_id, league_id, period, position, rank, player_id, "
+                f"score, outcome, division_to) SELECT i, i / {SIZE}, 1, 1, i %% {SIZE}, i %% {SIZE} + 1, 'p' || i, "
+                "(i::bigint * 7919) %% 1000, 'stayed', 1 FROM generate_series(0, %s - 1) AS i",
+                [rows],
+            )
+            return time.perf_counter() - started
+        finally:
+            cursor.execute("DROP TABLE bench_standing_floor")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--players", type=int, default=1_000_000)
     parser.add_argument("--keep", action="store_true", help="leave the data in place")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help="cohorts per transaction")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor's measure")
     args = parser.parse_args()
     teardown()
     league = setup(args.players)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
-    done = league_period_close(league_id=league.pk, index=1, now=timezone.now())
+    done = league_period_close(league_id=league.pk, index=1, now=timezone.now(), chunk=args.chunk)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     events = Event.objects.filter(game=league.game, type="league.cohort_final").count()
     standings = LeagueStanding.objects.filter(league=league).count()
     moved = LeaguePlayer.objects.filter(league=league, period=1).count()
-    print(f"period end: {'done' if done else 'NOT DONE'} in {elapsed:.1f} s")
+    print(f"period end: {'done' if done else 'NOT DONE'} in {elapsed:.1f} s ({args.chunk} cohorts a transaction)")
     print(f"peak RSS: {peak:.0f} MB (before the end: {before:.0f} MB)")
     print(
         f"cohorts frozen: {LeagueCohort.objects.filter(league=league, final_at__isnull=False).count()}, "
         f"events: {events}, standings: {standings}, divisions written: {moved}"
     )
+    if not args.no_floor:
+        print(f"floor: PostgreSQL writes {standings} standings rows alone in {floor(standings):.1f} s")
     if not args.keep:
         teardown()
 

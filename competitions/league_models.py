@@ -137,7 +137,11 @@ class LeaguePlayer(models.Model):
     """A player's division now: what the end of `period` (their last period, or an idle one with
     `demote_idle`) gave them. No row: the lowest division."""
 
-    league = models.ForeignKey(League, on_delete=models.CASCADE, related_name="players")
+    # Every player's row is rewritten at each period's end: no index of its own (the unique key
+    # starts with it) and no constraint checked per row.
+    league = models.ForeignKey(
+        League, on_delete=models.CASCADE, related_name="players", db_index=False, db_constraint=False
+    )
     player_id = models.CharField(max_length=64)
     division = models.PositiveSmallIntegerField()
     period = models.PositiveIntegerField()
@@ -159,8 +163,13 @@ class LeagueStanding(models.Model):
     """One line of a frozen cohort: `position` 0-based in the tie rule's display order, `rank` by
     the game's tie rule, the outcome and the division it gave."""
 
-    cohort = models.ForeignKey(LeagueCohort, on_delete=models.CASCADE, related_name="standings")
-    league = models.ForeignKey(League, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # A period's end writes a million of these at once: no index on the cohort alone (the unique
+    # position key starts with it) and no constraints checked per row (the end writes them from
+    # the rows it has just claimed).
+    cohort = models.ForeignKey(
+        LeagueCohort, on_delete=models.CASCADE, related_name="standings", db_index=False, db_constraint=False
+    )
+    league = models.ForeignKey(League, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False)
     period = models.PositiveIntegerField()
     position = models.PositiveIntegerField()
     rank = models.PositiveIntegerField()

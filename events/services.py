@@ -77,6 +77,35 @@ def events_publish_many(
     return ids
 
 
+def events_publish_select(
+    *, game: Game, type: str, query: str, params: Sequence[Any], now: datetime | None = None
+) -> int:
+    """Publish one event of `type` for each row of `query`, in the caller's transaction: `query` is
+    a SELECT of two columns, the event's data (its JSON text, as it is to be sent) and its place in
+    the publishing order. Returns how many were published.
+
+    For events PostgreSQL builds from what the caller's transaction has just written (a league's
+    `league.cohort_final`, from the standings): their text never travels to this process and back,
+    and one statement writes them and their deliveries. Their ids follow the order column, as
+    `events_publish_many`'s follow its items."""
+    if type not in EVENT_TYPES:
+        raise UnknownType(f"{type!r} is not an event type")
+    now = now or timezone.now()
+    deadline = now + timedelta(seconds=float(settings.WEBHOOK_RETRY_FOR_S))
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH published AS (INSERT INTO {_EVENT} (game_id, type, data, created_at) "
+            f"SELECT %s, %s, q.data, %s FROM ({query}) AS q(data, n) ORDER BY q.n RETURNING id), "
+            f"delivered AS (INSERT INTO {_DELIVERY} (event_id, webhook_id, status, attempts, next_attempt_at, "
+            "deadline_at, created_at, last_error) "
+            f"SELECT e.id, w.id, %s, 0, %s, %s, %s, '' FROM published e CROSS JOIN {_WEBHOOK} w "
+            "WHERE w.game_id = %s AND (cardinality(w.types) = 0 OR %s = ANY(w.types))) "
+            "SELECT count(*) FROM published",
+            [game.id, type, now, *params, DeliveryStatus.PENDING.value, now, deadline, now, game.id, type],
+        )
+        return int(cursor.fetchone()[0])
+
+
 def events_number(*, game_id: int) -> int:
     """Give the game's committed events that have no feed id one, in publishing order, after the
     game's last. Returns how many.

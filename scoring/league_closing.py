@@ -12,9 +12,11 @@ worker's successor resumes where it stopped:
    failed submission left out (from the members).
 2. `_cohorts_freeze`, repeated: up to CHUNK cohorts not final yet, claimed `FOR UPDATE SKIP LOCKED`
    (two closers share the work, never a cohort), their standings computed and stored
-   (`LeagueStanding`, COPY), the players' new divisions upserted (`LeaguePlayer`), the cohorts
-   marked final and their events published, in one transaction: a cohort is final with its
-   standings, divisions and event, or not at all.
+   (`LeagueStanding`), the players' new divisions upserted (`LeaguePlayer`), the cohorts marked
+   final, all by one statement in PostgreSQL (window functions over the chunk's results: nothing of
+   a standing travels to this process), and their events built by PostgreSQL from the standings
+   (`events_publish_select`), in one transaction: a cohort is final with its standings, divisions
+   and event, or not at all. docs/performance.md, "A league period's end", has the figures.
 3. `_finish`: under the league's row lock, once no cohort is left: the idle players moved down
    (`demote_idle`, one UPDATE, idempotent by the row's `period`), the period `final`. Then the
    players of the next period who were waiting for this end are seated (`waiting_seat`).
@@ -22,21 +24,16 @@ worker's successor resumes where it stopped:
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 
-from boards.codec import reached_seconds
-from boards.gone import gone_players
 from boards.keys import epoch_micros
-from boards.ranking import Ranker
+from boards.models import Player
+from boards.ranking import Above, counted_above
 from boards.writer import boards_touched
-from common.db import copy_rows
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
-from competitions.league_boards import cohort_id
 from competitions.league_keys import cohort_board_key
 from competitions.league_models import (
     League,
@@ -50,9 +47,8 @@ from competitions.league_models import (
     LeagueStanding,
 )
 from competitions.league_periods import league_period
-from competitions.league_standings import zone_counts
 from competitions.periods import Period
-from events.services import events_publish_many
+from events.services import events_publish_select
 from events.types import LEAGUE_COHORT_FINAL
 
 from .league_models import LeagueResult
@@ -60,20 +56,8 @@ from .models import EventStatus, ScoreEvent
 from .outbox import outbox_add
 
 logger = logging.getLogger(__name__)
-CHUNK = 500  # cohorts per transaction
-
-
-@dataclass(frozen=True)
-class Line:
-    position: int
-    rank: int
-    player_id: str
-    score: int
-    outcome: str
-    division_to: int
-
-    def row(self) -> tuple[Any, ...]:
-        return (self.position, self.rank, self.player_id, self.score, self.outcome, self.division_to)
+CHUNK = 1000  # cohorts per transaction
+WORK_MEM = "64MB"  # the freeze statement's, per sort and per held CTE
 
 
 def _begin(league_id: int, period: Period, now: datetime) -> League | None:
@@ -97,136 +81,160 @@ def _begin(league_id: int, period: Period, now: datetime) -> League | None:
     return league
 
 
-def _results(league: League, index: int, cohorts: list[LeagueCohort]) -> dict[tuple[int, int], dict[str, list]]:
-    """Per cohort, per player: [points, reached second] of their score from the results still
-    accepted (sum: the total, reached at the last result with points; best: the best, reached at
-    its first)."""
-    period = league_period(league, index)
-    assert period is not None
-    start_us = epoch_micros(period.starts_at)
-    best = league.scoring == LeagueScoring.BEST
-    found: dict[tuple[int, int], dict[str, list]] = defaultdict(dict)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT r.division, r.number, r.player_id, e.points, "
-            f"(extract(epoch FROM e.accepted_at) * 1000000)::bigint FROM {LeagueResult._meta.db_table} r "
-            f"JOIN unnest(%s::int[], %s::int[]) AS c(d, n) ON r.division = c.d AND r.number = c.n "
-            f"JOIN {ScoreEvent._meta.db_table} e ON e.id = r.event_id "
-            "WHERE r.league_id = %s AND r.period = %s AND e.status = %s ORDER BY e.accepted_at, e.id",
-            [[c.division for c in cohorts], [c.number for c in cohorts], league.pk, index, EventStatus.ACCEPTED.value],
-        )
-        for division, number, player_id, points, micros in cursor.fetchall():
-            at = reached_seconds(season_start_us=start_us, accepted_us=micros)
-            held = found[(division, number)].get(player_id)
-            if held is None:
-                found[(division, number)][player_id] = [points, at]
-            elif best:
-                if points > held[0]:
-                    held[0], held[1] = points, at
-            else:
-                held[0] += points
-                if points > 0:
-                    held[1] = at
-    return found
-
-
-def cohort_lines(league: League, division: int, scores: dict[str, list]) -> list[Line]:
-    """A cohort's standings in display order with ranks, outcomes and new divisions."""
-    order = sorted(scores.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
-    up, down = zone_counts(league, division, len(order))
-    ranker = Ranker(league.game.tie_rule)
-    lines = []
-    for position, (player_id, (points, _)) in enumerate(order):
-        if position < up:
-            outcome, to = LeagueOutcome.PROMOTED, division + 1
-        elif position >= len(order) - down:
-            outcome, to = LeagueOutcome.DEMOTED, division - 1
-        else:
-            outcome, to = LeagueOutcome.STAYED, division
-        lines.append(Line(position, ranker.rank(points), player_id, points, outcome.value, to))
-    return lines
+# The chunk's standings, computed and stored by PostgreSQL in one statement: the cohorts claimed
+# (SKIP LOCKED), each player's score from the results still accepted (sum: the total, reached at
+# the last result with points or else the first; best: the best, reached at its first), the hidden
+# and deleted players left out, the display order (points down, reached up, player id by code
+# point), the rank by the tie rule, the zones (floor(promote x n / size) up, floor(demote x n / size)
+# down), then the standings inserted, the players' divisions upserted, the cohorts marked final.
+_SCORES = {
+    LeagueScoring.SUM: (
+        "SELECT cohort_id, division, player_id, sum(points)::bigint AS score, "
+        "GREATEST(min(at), max(at) FILTER (WHERE points > 0)) AS at FROM results "
+        "GROUP BY cohort_id, division, player_id"
+    ),
+    LeagueScoring.BEST: (
+        "SELECT DISTINCT ON (cohort_id, player_id) cohort_id, division, player_id, points AS score, at "
+        "FROM results ORDER BY cohort_id, player_id, points DESC, at"
+    ),
+}
+_RANK = {
+    Above.AHEAD: "row_number() OVER display",
+    Above.MORE_POINTS: "rank() OVER ranked",
+    Above.DISTINCT_POINTS: "dense_rank() OVER ranked",
+}
+_CLAIM = (
+    f"SELECT id, division, number FROM {LeagueCohort._meta.db_table} "
+    "WHERE league_id = %s AND period = %s AND final_at IS NULL "
+    "ORDER BY division, number LIMIT %s FOR UPDATE SKIP LOCKED"
+)
+_FREEZE = (
+    "WITH claimed AS ("
+    "SELECT * FROM unnest(%(ids)s::bigint[], %(divisions)s::int[], %(numbers)s::int[]) AS c(id, division, number)), "
+    "results AS ("
+    "SELECT c.id AS cohort_id, c.division, r.player_id, e.points, "
+    "GREATEST(0, ((extract(epoch FROM e.accepted_at) * 1000000)::bigint - %(start_us)s) / 1000000) AS at "
+    # each cohort's rows read off the ledger's cohort index (a lateral join: the planner cannot size
+    # the claim, and its guess had it scan the whole league's ledger for every chunk; OFFSET 0 keeps
+    # the subquery from being flattened into a plain join)
+    f"FROM claimed c CROSS JOIN LATERAL (SELECT player_id, event_id FROM {LeagueResult._meta.db_table} "
+    "WHERE league_id = %(league)s AND period = %(period)s AND division = c.division AND number = c.number OFFSET 0) r "
+    f"JOIN {ScoreEvent._meta.db_table} e ON e.id = r.event_id WHERE e.status = %(accepted)s "
+    f"AND NOT EXISTS (SELECT 1 FROM {Player._meta.db_table} g WHERE g.game_id = %(game)s "
+    "AND g.player_id = r.player_id AND (g.hidden OR g.deleted_at IS NOT NULL))), "
+    "scores AS ({scores}), "
+    "ordered AS ("
+    "SELECT cohort_id, division, player_id, score, row_number() OVER display - 1 AS position, "
+    "{rank} AS rank, count(*) OVER (PARTITION BY cohort_id) AS n FROM scores "
+    'WINDOW display AS (PARTITION BY cohort_id ORDER BY score DESC, at, player_id COLLATE "C"), '
+    "ranked AS (PARTITION BY cohort_id ORDER BY score DESC)), "
+    "zoned AS ("
+    "SELECT *, (%(promote)s::int[])[division + 1] * n / %(size)s AS up, "
+    "(%(demote)s::int[])[division + 1] * n / %(size)s AS down FROM ordered), "
+    "lines AS ("
+    "SELECT cohort_id, division, player_id, score, position, rank, n, "
+    "CASE WHEN position < up THEN %(promoted)s WHEN position >= n - down THEN %(demoted)s ELSE %(stayed)s END "
+    "AS outcome, "
+    "CASE WHEN position < up THEN division + 1 WHEN position >= n - down THEN division - 1 ELSE division END "
+    "AS division_to FROM zoned), "
+    "standings AS ("
+    f"INSERT INTO {LeagueStanding._meta.db_table} "
+    "(cohort_id, league_id, period, position, rank, player_id, score, outcome, division_to) "
+    "SELECT cohort_id, %(league)s, %(period)s, position, rank, player_id, score, outcome, division_to FROM lines), "
+    "players AS ("
+    f"INSERT INTO {LeaguePlayer._meta.db_table} (league_id, player_id, division, period) "
+    "SELECT %(league)s, player_id, division_to, %(period)s FROM lines ORDER BY player_id "
+    "ON CONFLICT (league_id, player_id) DO UPDATE SET division = EXCLUDED.division, period = EXCLUDED.period), "
+    "counted AS (SELECT c.id, count(l.player_id) AS n FROM claimed c LEFT JOIN lines l ON l.cohort_id = c.id "
+    "GROUP BY c.id), "
+    "marked AS ("
+    f"UPDATE {LeagueCohort._meta.db_table} f SET final_at = %(now)s, players = counted.n FROM counted "
+    "WHERE f.id = counted.id) "
+    "SELECT count(*) FROM counted"
+)
+# A frozen cohort's `league.cohort_final` data, built from its standings as the contract writes it
+# (compact JSON, the keys in the contract's order); one row per cohort, in the claim's order.
+_EVENTS = (
+    """SELECT '{"league":' || to_json(%s::text)::text || ',"period":' || %s::int """
+    """|| ',"division":' || to_json(c.name)::text """
+    """|| ',"cohort":' || to_json(%s::int || '-' || c.name || '-' || c.number)::text """
+    """|| ',"entries":[' || coalesce(s.entries, '') || ']}', c.n """
+    "FROM unnest(%s::bigint[], %s::text[], %s::int[]) WITH ORDINALITY AS c(id, name, number, n) "
+    """LEFT JOIN LATERAL (SELECT string_agg('{"player_id":' || to_json(l.player_id)::text """
+    """|| ',"rank":' || l.rank || ',"score":' || l.score || ',"outcome":' || to_json(l.outcome)::text """
+    """|| ',"division_to":' || to_json((%s::text[])[l.division_to + 1])::text || '}', ',' ORDER BY l.position) """
+    f"AS entries FROM {LeagueStanding._meta.db_table} l WHERE l.cohort_id = c.id) s ON true"
+)
 
 
 def _cohorts_freeze(league: League, period: Period, now: datetime, chunk: int) -> int:
-    """Freeze up to `chunk` cohorts not final yet (claimed SKIP LOCKED); returns how many."""
-    with transaction.atomic():
-        cohorts = list(
-            LeagueCohort.objects.select_for_update(skip_locked=True)
-            .filter(league=league, period=period.index, final_at__isnull=True)
-            .order_by("division", "number")[:chunk]
-        )
-        if not cohorts:
-            return 0
-        results = _results(league, period.index, cohorts)
-        gone = set(gone_players(game_id=league.game_id).values_list("player_id", flat=True)) if results else set()
-        standings: list[tuple[Any, ...]] = []
-        divisions: dict[str, int] = {}
-        events: list[dict[str, Any]] = []
-        names = league.division_names
-        for cohort in cohorts:
-            scores = {p: v for p, v in results.get((cohort.division, cohort.number), {}).items() if p not in gone}
-            lines = cohort_lines(league, cohort.division, scores)
-            cohort.players, cohort.final_at = len(lines), now
-            name = cohort_id(period=period.index, division_name=names[cohort.division], number=cohort.number)
-            for ln in lines:
-                standings.append((cohort.pk, league.pk, period.index, *ln.row()))
-                divisions[ln.player_id] = ln.division_to
-            events.append(_event(league, period, names[cohort.division], name, lines))
-        _store(league, period, cohorts, standings, divisions)
-        events_publish_many(game=league.game, type=LEAGUE_COHORT_FINAL, items=events, now=now)
-        # Their live connections get the frozen cohort (competitions/league_live.py), once committed.
-        frozen = [cohort_board_key(league.game.slug, league.slug, period.index, c.division, c.number) for c in cohorts]
-        transaction.on_commit(lambda: boards_touched(frozen), robust=True)
-    return len(cohorts)
-
-
-def _event(league: League, period: Period, division: str, cohort: str, lines: list[Line]) -> dict[str, Any]:
+    """Freeze up to `chunk` cohorts not final yet (claimed SKIP LOCKED), their standings, players'
+    divisions, final marks and events in one transaction; returns how many."""
     names = league.division_names
-    return {
-        "league": league.slug,
-        "period": period.index,
-        "division": division,
-        "cohort": cohort,
-        "entries": [
-            {
-                "player_id": ln.player_id,
-                "rank": ln.rank,
-                "score": ln.score,
-                "outcome": ln.outcome,
-                "division_to": names[ln.division_to],
-            }
-            for ln in lines
-        ],
-    }
-
-
-def _store(
-    league: League,
-    period: Period,
-    cohorts: list[LeagueCohort],
-    standings: list[tuple[Any, ...]],
-    divisions: dict[str, int],
-) -> None:
-    """The chunk's standings (COPY), the players' divisions (one upsert) and the cohorts final."""
-    copy_rows(
-        LeagueStanding._meta.db_table,
-        ["cohort_id", "league_id", "period", "position", "rank", "player_id", "score", "outcome", "division_to"],
-        standings,
+    statement = _FREEZE.format(
+        scores=_SCORES[LeagueScoring(league.scoring)], rank=_RANK[counted_above(league.game.tie_rule)]
     )
-    players = sorted(divisions)
-    table = LeaguePlayer._meta.db_table
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_CLAIM, [league.pk, period.index, chunk])
+        claimed = cursor.fetchall()
+        if not claimed:
+            return 0
+        # The chunk's lines are held once for the three writes that read them, and sorted twice: in
+        # memory, not spilled to temporary files (a chunk of 1,000 cohorts: about 10 MB). No JIT: the
+        # planner cannot size the claim and the events' lateral reads, and its guesses made it
+        # compile the events' statement for 0.8 s a chunk.
+        # Committed without waiting for the WAL's flush (a third of the time at 1,000,000 players
+        # went in 34 commits' flushes): the next chunk is computed while the WAL writer flushes this
+        # one. A crash of PostgreSQL may lose the last chunks committed so; the database stays
+        # consistent and the next run freezes them again from the ledger, to the same standings.
+        # Nothing leaves the database before it is flushed: the feed numbers the events and the
+        # dispatcher claims their deliveries in synchronous commits, which flush the WAL before them.
         cursor.execute(
-            f"INSERT INTO {table} (league_id, player_id, division, period) "
-            "SELECT %s, p, d, %s FROM unnest(%s::text[], %s::int[]) AS u(p, d) "
-            "ON CONFLICT (league_id, player_id) DO UPDATE SET division = EXCLUDED.division, period = EXCLUDED.period",
-            [league.pk, period.index, players, [divisions[p] for p in players]],
+            "SELECT set_config('work_mem', %s, true), set_config('jit', 'off', true), "
+            "set_config('synchronous_commit', 'off', true)",
+            [WORK_MEM],
         )
-        cursor.execute(
-            f"UPDATE {LeagueCohort._meta.db_table} c SET final_at = %s, players = u.n "
-            "FROM unnest(%s::bigint[], %s::int[]) AS u(id, n) WHERE c.id = u.id",
-            [cohorts[0].final_at, [c.pk for c in cohorts], [c.players for c in cohorts]],
+        cursor.execute(statement, _freeze_params(league, period, claimed, now))
+        events_publish_select(
+            game=league.game,
+            type=LEAGUE_COHORT_FINAL,
+            query=_EVENTS,
+            params=[
+                league.slug,
+                period.index,
+                period.index,
+                [pk for pk, _, _ in claimed],
+                [names[division] for _, division, _ in claimed],
+                [number for _, _, number in claimed],
+                names,
+            ],
+            now=now,
         )
+        # Their live connections get the frozen cohort (competitions/league_live.py), once committed.
+        game, slug = league.game.slug, league.slug
+        frozen = [cohort_board_key(game, slug, period.index, division, number) for _, division, number in claimed]
+        transaction.on_commit(lambda: boards_touched(frozen), robust=True)
+    return len(claimed)
+
+
+def _freeze_params(league: League, period: Period, claimed: list[tuple[int, int, int]], now: datetime) -> dict:
+    return {
+        "ids": [pk for pk, _, _ in claimed],
+        "divisions": [division for _, division, _ in claimed],
+        "numbers": [number for _, _, number in claimed],
+        "league": league.pk,
+        "period": period.index,
+        "start_us": epoch_micros(period.starts_at),
+        "accepted": EventStatus.ACCEPTED.value,
+        "game": league.game_id,
+        "promote": [d["promote"] for d in league.divisions],
+        "demote": [d["demote"] for d in league.divisions],
+        "size": league.cohort_size,
+        "promoted": LeagueOutcome.PROMOTED.value,
+        "demoted": LeagueOutcome.DEMOTED.value,
+        "stayed": LeagueOutcome.STAYED.value,
+        "now": now,
+    }
 
 
 def _finish(league_id: int, period: Period, now: datetime) -> bool:

@@ -37,3 +37,29 @@ def test_publish_by_position_is_events_publish():
     pk = publish(game, "league.cohort_final", {"league": "gold", "entries": []})
     event = Event.objects.get(pk=pk)
     assert (event.type, event.data, event.feed_id) == ("league.cohort_final", '{"league":"gold","entries":[]}', None)
+
+
+def test_events_published_from_a_query_follow_its_order_and_get_their_deliveries():
+    from events.models import Delivery
+    from events.services import events_feed, events_publish_select, webhook_create
+    from events.types import UnknownType
+
+    game = make_game("arena")
+    other = make_game("other")
+    cohorts = webhook_create(game=game, url="https://studio.example/hook", types=["league.cohort_final"])
+    webhook_create(game=game, url="https://studio.example/bans", types=[PLAYER_BANNED])
+    webhook_create(game=other, url="https://other.example/hook")
+    now = timezone.now()
+    query = "SELECT '{\"n\":' || n || '}', -n FROM generate_series(1, %s) AS n"
+    assert events_publish_select(game=game, type="league.cohort_final", query=query, params=[3], now=now) == 3
+    events = list(Event.objects.filter(game=game).order_by("pk"))
+    assert [e.data for e in events] == ['{"n":3}', '{"n":2}', '{"n":1}']  # the order column's order
+    assert {(e.type, e.created_at) for e in events} == {("league.cohort_final", now)}
+    deliveries = Delivery.objects.order_by("event_id")
+    assert [(d.event_id, d.webhook_id, d.status) for d in deliveries] == [(e.pk, cohorts.pk, "pending") for e in events]
+    page = events_feed(game=game, after=0, limit=10, types=None, now=now)
+    assert [e.feed_id for e in Event.objects.filter(game=game).order_by("pk")] == [1, 2, 3]
+    assert page is not None
+    with pytest.raises(UnknownType):
+        events_publish_select(game=game, type="league.nope", query=query, params=[1], now=now)
+    assert Event.objects.count() == 3

@@ -10,12 +10,14 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from boards.models import Player
+from boards.ranking import ranks_for
 from competitions.league_models import LeagueCohort, LeagueMember, LeaguePeriod, LeaguePlayer, LeagueStanding
 from competitions.testing import make_league
 from events.models import Event
 from scoring import league_closing
 from scoring.league_closing import league_period_close, periods_to_close
-from scoring.models import LeagueResult
+from scoring.models import LeagueResult, ScoreEvent
 from scoring.tasks import leagues_close
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 
@@ -187,3 +189,100 @@ def test_a_closer_that_dies_half_way_is_resumed_by_the_next_run(monkeypatch):
     assert len(cohort_events()) == 14
     assert LeagueStanding.objects.count() == 40
     assert LeaguePlayer.objects.filter(league=league).count() == 40
+
+
+def _reference(league, scores_by_cohort, rule):
+    """The standings and event data of each cohort as the Python end computed them before the end
+    was written in SQL: ordered by (-points, reached, player id by code point), ranked by the tie
+    rule, zoned by floor(promote x n / size) and floor(demote x n / size)."""
+    names = league.division_names
+    out = {}
+    for (division, number), scores in sorted(scores_by_cohort.items()):
+        order = sorted(scores.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
+        n = len(order)
+        up = league.divisions[division]["promote"] * n // league.cohort_size
+        down = league.divisions[division]["demote"] * n // league.cohort_size
+        ranks = ranks_for([points for _, (points, _) in order], rule)
+        entries = []
+        for position, ((player_id, (points, _)), rank) in enumerate(zip(order, ranks, strict=True)):
+            if position < up:
+                outcome, to = "promoted", division + 1
+            elif position >= n - down:
+                outcome, to = "demoted", division - 1
+            else:
+                outcome, to = "stayed", division
+            entries.append(
+                {"player_id": player_id, "rank": rank, "score": points, "outcome": outcome, "division_to": names[to]}
+            )
+        cohort = f"1-{names[division]}-{number}"
+        out[cohort] = {"league": league.slug, "period": 1, "division": names[division], "cohort": cohort}
+        out[cohort]["entries"] = entries
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scoring", "rule"), [("sum", "competition"), ("best", "dense"), ("sum", "first"), ("best", "competition")]
+)
+def test_the_standings_postgresql_computes_are_the_reference_ones(scoring, rule):
+    """Ties on points and on the reached second, results with no points, a revoked result, hidden
+    and deleted players, ids ordered by code point (not by the database's collation): the end's
+    standings and its events' exact text are the reference computation's."""
+    game = make_game()
+    game.tie_rule = rule
+    game.save(update_fields=["tie_rule"])
+    key = make_key(game)
+    divisions = [
+        {"name": "bronze", "promote": 2, "demote": 0},
+        {"name": "silver", "promote": 2, "demote": 1},
+        {"name": "gold", "promote": 0, "demote": 2},
+    ]
+    league = make_league(game, divisions=divisions, cohort_size=5, scoring=scoring)
+    players = ["B", "a", "_x", "Z.1", "z-1", "b:2", "A", "m", "N", "n", "c", "C", "d", "D", "e", "E", "f"]
+    LeaguePlayer.objects.bulk_create(
+        [LeaguePlayer(league=league, player_id=p, division=i % 3, period=0) for i, p in enumerate(players)]
+    )
+    at = league.starts_at + timedelta(minutes=5)
+    send(game, key, {p: (i % 4) * 10 for i, p in enumerate(players)}, at)
+    send(game, key, {p: (i % 3) * 10 for i, p in enumerate(players[:9])}, at + timedelta(seconds=1))
+    send(game, key, {p: 0 for p in players[4:12]}, at + timedelta(seconds=2))
+    send(game, key, {p: 20 for p in players[::2]}, at + timedelta(milliseconds=2400))
+    drain()
+    revoked = LeagueResult.objects.filter(player_id="c").values_list("event_id", flat=True)
+    ScoreEvent.objects.filter(pk__in=list(revoked)[:1]).update(status="revoked")
+    Player.objects.filter(game=game, player_id="m").update(hidden=True)
+    Player.objects.filter(game=game, player_id="D").update(deleted_at=at)
+    # the reference's input: per cohort, per player [score, reached second] from the accepted results
+    found: dict = {}
+    rows = LeagueResult.objects.filter(league=league, period=1, event__status="accepted").exclude(
+        player_id__in=["m", "D"]
+    )
+    for row in rows.select_related("event").order_by("event__accepted_at", "event_id"):
+        reached = max(0, (row.event.accepted_at - league.starts_at) // timedelta(seconds=1))
+        held = found.setdefault((row.division, row.number), {}).get(row.player_id)
+        points = row.event.points
+        if held is None:
+            found[(row.division, row.number)][row.player_id] = [points, reached]
+        elif scoring == "best":
+            if points > held[0]:
+                held[:] = [points, reached]
+        else:
+            held[0] += points
+            if points > 0:
+                held[1] = reached
+    expected = _reference(league, found, rule)
+    assert league_period_close(league_id=league.pk, index=1, now=league.starts_at + timedelta(hours=2), chunk=2)
+    names = league.division_names
+    order = sorted(expected, key=lambda c: (names.index(c.split("-")[1]), int(c.split("-")[2])))
+    texts = [e.data for e in Event.objects.filter(type="league.cohort_final").order_by("id")]
+    assert [json.loads(t)["cohort"] for t in texts] == order
+    assert texts == [json.dumps(expected[c], separators=(",", ":"), ensure_ascii=False) for c in order]
+    standings = LeagueStanding.objects.filter(league=league).order_by("cohort__division", "cohort__number", "position")
+    lines = [(s.player_id, s.score, s.rank, names[s.division_to]) for s in standings]
+    assert lines == [
+        (e["player_id"], e["score"], e["rank"], e["division_to"]) for c in order for e in expected[c]["entries"]
+    ]
+    moved = {e["player_id"]: e["division_to"] for c in order for e in expected[c]["entries"]}
+    divisions_now = LeaguePlayer.objects.filter(league=league, player_id__in=list(moved))
+    assert {p: names[d] for p, d in divisions_now.values_list("player_id", "division")} == moved
+    counts = {f"1-{names[c.division]}-{c.number}": c.players for c in LeagueCohort.objects.filter(league=league)}
+    assert counts == {c: len(expected[c]["entries"]) for c in order}
