@@ -51,9 +51,11 @@ Phases, in this order:
      their ratio to phase 4's raw, and 6's share of 7 (the contract: at least 0.8); the tournament
      board's exactness for --verify sampled players (their best accepted result).
   8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions)
-     and phase 1's workload is sent again, every result of the game counting for it. Figures:
-     events/s end-to-end and its share of phase 7's (the contract: at least 0.8); the seated
-     players and cohorts against the accepted players, and --verify sampled players' cohort scores.
+     and phase 1's workload is sent again, every result of the game counting for it: nearly every
+     result is its player's first of the period (seated in Lua before the 202). 9: the same players
+     once more, now seated. Figures: events/s end-to-end of each and its share of phase 7's (the
+     contract: at least 0.8); the seated players and cohorts against the accepted players, and
+     --verify sampled players' cohort scores (the sum of both phases).
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
 
 This script is the load generator and runs on the same machine as the service: per phase it
@@ -946,40 +948,48 @@ async def league_get(svc: Service, conn: Conn, path: str) -> dict:
 
 
 async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
-    """Phase 8: phase 1's workload once more with a league active on the game (every player's first
-    result of the period takes a seat in a cohort before the 202; every result goes on its cohort's
-    board). Then the league's exactness: the players seated equal the distinct accepted players,
-    every division's cohorts are ceil(players / 30), and each sampled player's cohort score is the
-    sum of their accepted points."""
+    """Phases 8 and 9: phase 1's workload with a league active on the game, twice over the same
+    players (first results of the period, which take a seat before the 202; then seated players).
+    Then the league's exactness: the players seated equal the distinct accepted players, the
+    cohorts are ceil(players / 30) (one division: everyone is new), and each sampled player's
+    cohort score is the sum of their accepted points."""
     conn = svc.conn()
     await league_put(svc, conn)
-    batches = batches_make(
-        rng=random.Random(args.seed + 2),
-        events=args.events,
-        size=args.batch,
-        players=args.players,
-        sample_every=args.sample_every,
-        tag=f"{tag}-8",
-    )
-    log(f"phase 8: max rate, {args.events} results, with league {LEAGUE} active on the game")
-    with meter.phase("8"), args.service_cpu.phase("8"):
-        got = await max_rate(args, svc, batches, label="phase 8")
-    figures: dict = {"8": got}
-    out(
-        f"phase 8 (a league active): {got['eps']:.0f} events/s end-to-end, request p99 "
-        f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
-    )
-    out(cpu_line("phase 8", meter.phases["8"]))
-    out(f"phase 8 service CPU per accepted result: {args.service_cpu.per('8', got['results_accepted'], 'us')}")
+    figures: dict = {}
     points: dict[str, int] = {}
-    for batch in batches:
-        for pid, pts, _ in batch.accepted:
-            points[pid] = points.get(pid, 0) + pts
+    # The same players (same seed) twice: first nearly every result is the player's first of the
+    # period (a period's opening rush: a seat taken in Lua, a member row written); then all of them
+    # are seated (the rest of the period).
+    for phase, what in (("8", "first results of the period"), ("9", "the same players again, seated")):
+        batches = batches_make(
+            rng=random.Random(args.seed + 2),
+            events=args.events,
+            size=args.batch,
+            players=args.players,
+            sample_every=args.sample_every,
+            tag=f"{tag}-{phase}",
+        )
+        log(f"phase {phase}: max rate, {args.events} results, league {LEAGUE} active on the game: {what}")
+        with meter.phase(phase), args.service_cpu.phase(phase):
+            got = await max_rate(args, svc, batches, label=f"phase {phase}")
+        figures[phase] = got
+        out(
+            f"phase {phase} (a league active, {what}): {got['eps']:.0f} events/s end-to-end, request p99 "
+            f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
+        )
+        out(cpu_line(f"phase {phase}", meter.phases[phase]))
+        out(
+            f"phase {phase} service CPU per accepted result: "
+            f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
+        )
+        for batch in batches:
+            for pid, pts, _ in batch.accepted:
+                points[pid] = points.get(pid, 0) + pts
     league = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}")
     seated = sum(d["players"] for d in league["divisions"])
     cohorts = sum(d["cohorts"] for d in league["divisions"])
     wrong = 0 if (seated, cohorts) == (len(points), -(-len(points) // 30)) else 1
-    out(f"phase 8 league: {seated} players seated in {cohorts} cohorts ({len(points)} players accepted)")
+    out(f"phases 8-9 league: {seated} players seated in {cohorts} cohorts ({len(points)} players accepted)")
     sample = random.Random(3).sample(sorted(points), min(args.verify, len(points)))
     for pid in sample:
         answer = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}/players/{pid}")
@@ -987,7 +997,7 @@ async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
         mine = [e["score"] for e in entries if e["player_id"] == pid]
         wrong += mine != [points[pid]] or len(entries) > 30
     figures["league_verified"], figures["league_mismatches"] = len(sample), wrong
-    out(f"phase 8 league cohorts: {len(sample) - wrong} of {len(sample)} sampled players exact")
+    out(f"phases 8-9 league cohorts: {len(sample) - wrong} of {len(sample)} sampled players exact")
     conn.close()
     return figures
 
@@ -1091,15 +1101,15 @@ def main() -> None:
         if args.league:
             league = asyncio.run(league_phase(args, svc, meter, tag))
             figures["league"] = league
-            with_l = league["8"]["eps"]
-            share = with_l / without if without else float("nan")
+            rush, seated = league["8"]["eps"], league["9"]["eps"]
             summary += (
-                f"\nleagues: {with_l:.0f} events/s end-to-end with a league active (ratio to raw "
-                f"{with_l / raw['eps']:.2f}), {without:.0f} without (phase 7): {share:.2f} of the same run's "
-                f"ratio without one; cohorts {league['league_verified'] - league['league_mismatches']} of "
+                f"\nleagues: with a league active {rush:.0f} events/s end-to-end for first results (ratio to raw "
+                f"{rush / raw['eps']:.2f}) and {seated:.0f} for seated players ({seated / raw['eps']:.2f}), "
+                f"{without:.0f} without (phase 7): {rush / without:.2f} and {seated / without:.2f} of the same "
+                f"run's ratio without one; cohorts {league['league_verified'] - league['league_mismatches']} of "
                 f"{league['league_verified']} sampled players exact"
             )
-            if league["league_mismatches"] or league["8"]["mismatches"]:
+            if league["league_mismatches"] or league["8"]["mismatches"] or league["9"]["mismatches"]:
                 p1["mismatches"] += 1
     if args.json:
         figures.update(
