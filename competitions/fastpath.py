@@ -53,30 +53,43 @@ def confs_forget() -> None:
         _confs.clear()
 
 
-class FastStandings(FastReads):
-    """ASGI: the tournament board reads here, everything else to `fallback`."""
+class RoutedReads(FastReads):
+    """ASGI: the GETs `router` matches answered by `answer` (on one Redis; a Fallback, and every
+    other request, go to `fallback`): the tournament reads here, the league reads in
+    league_fastpath.py."""
+
+    router: Router
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = None
         if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope) and not on_cluster():
-            found = ROUTER.match("GET", scope["path"])
+            found = self.router.match("GET", scope["path"])
         if found is None:
             await self.fallback(scope, receive, send)
             return
         op, path_args = found
         scope[ROUTE_NAME] = op.route
         try:
-            body = await self.standing(op, path_args, scope)
+            body = await self.answer(op, path_args, scope)
         except Fallback:
             await self.fallback(scope, receive, send)
             return
         except ApiError as error:
-            await respond_error(send, scope, error, allow=ROUTER.allow(op))
+            await respond_error(send, scope, error, allow=self.router.allow(op))
         except redis.RedisError:
-            await respond_error(send, scope, BOARDS_DOWN(headers=RETRY_AFTER), allow=ROUTER.allow(op))
+            await respond_error(send, scope, BOARDS_DOWN(headers=RETRY_AFTER), allow=self.router.allow(op))
         else:
-            await respond(send, scope, 200, body, allow=ROUTER.allow(op))
+            await respond(send, scope, 200, body, allow=self.router.allow(op))
         FAST_ANSWERS[op.id] += 1
+
+    async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+        raise NotImplementedError
+
+
+class FastStandings(RoutedReads):
+    """ASGI: the tournament board reads here, everything else to `fallback`."""
+
+    router = ROUTER
 
     async def conf(self, game: str, slug: str) -> TournamentConf:
         """The tournament's configuration as Redis has it now (Fallback: none there)."""
@@ -88,7 +101,7 @@ class FastStandings(FastReads):
             _confs[(game, slug)] = conf
         return conf
 
-    async def standing(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+    async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
         """The read's body: the period resolved by this process's copy of the configuration, the
         script called with the configuration's version key; a version other than the copy's means
         the tournament changed: read it again, and the period."""

@@ -19,28 +19,20 @@ import threading
 from datetime import datetime
 from typing import Any
 
-import redis
 from django.utils import timezone
 
-from boards.fastpath import FastReads
-from common.api_errors import BOARDS_DOWN, RETRY_AFTER_S, ApiError
+from common.api_errors import RETRY_AFTER_S
 from common.asgi import (
-    ROUTE_NAME,
     Fallback,
-    Receive,
     Scope,
-    Send,
-    plain_request,
     query_values,
     render,
-    respond,
-    respond_error,
 )
 from common.formats import PLAYER_ID_RE
-from common.operations import FAST_ANSWERS, INVALID, Operation, Router
-from common.redis import on_cluster
+from common.operations import INVALID, Operation, Router
 
 from . import league_keys as keys
+from .fastpath import RoutedReads
 from .league_apis import LEAGUE_OPERATIONS, LeagueRead, unknown_cohort
 from .league_boards import cohort_id_parse
 from .league_standings import (
@@ -73,30 +65,10 @@ class _Unknown(Exception):
     """The cohort id names no cohort, by the configuration held: 404 once it is known current."""
 
 
-class FastLeagues(FastReads):
+class FastLeagues(RoutedReads):
     """ASGI: the live league reads here, everything else to `fallback`."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = None
-        if scope["type"] == "http" and scope["method"] == "GET" and plain_request(scope) and not on_cluster():
-            found = ROUTER.match("GET", scope["path"])
-        if found is None:
-            await self.fallback(scope, receive, send)
-            return
-        op, path_args = found
-        scope[ROUTE_NAME] = op.route
-        try:
-            body = await self.league_read(op, path_args, scope)
-        except Fallback:
-            await self.fallback(scope, receive, send)
-            return
-        except ApiError as error:
-            await respond_error(send, scope, error, allow=ROUTER.allow(op))
-        except redis.RedisError:
-            await respond_error(send, scope, BOARDS_DOWN(headers=RETRY_AFTER), allow=ROUTER.allow(op))
-        else:
-            await respond(send, scope, 200, body, allow=ROUTER.allow(op))
-        FAST_ANSWERS[op.id] += 1
+    router = ROUTER
 
     async def conf(self, game: str, slug: str) -> LeagueConf:
         """The league's configuration as Redis has it now (Fallback: none there)."""
@@ -108,7 +80,7 @@ class FastLeagues(FastReads):
             _confs[(game, slug)] = conf
         return conf
 
-    async def league_read(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
+    async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
         """The read's body: the period and seat resolved by this process's copy of the league, the
         script called with the configuration's version key; a version other than the copy's means
         the league changed: read it again."""
