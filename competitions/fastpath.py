@@ -13,6 +13,7 @@ Redis has lost (Django fills them), and every read on a Redis Cluster.
 """
 
 import threading
+from abc import ABC, abstractmethod
 
 import redis
 from django.utils import timezone
@@ -53,7 +54,7 @@ def confs_forget() -> None:
         _confs.clear()
 
 
-class RoutedReads(FastReads):
+class RoutedReads(FastReads, ABC):
     """ASGI: the GETs `router` matches answered by `answer` (on one Redis; a Fallback, and every
     other request, go to `fallback`): the tournament reads here, the league reads in
     league_fastpath.py."""
@@ -82,8 +83,9 @@ class RoutedReads(FastReads):
             await respond(send, scope, 200, body, allow=self.router.allow(op))
         FAST_ANSWERS[op.id] += 1
 
+    @abstractmethod
     async def answer(self, op: Operation, path_args: dict[str, str], scope: Scope) -> bytes:
-        raise NotImplementedError
+        """The body of a 200 for `op`; raises Fallback (Django answers), or ApiError."""
 
 
 class FastStandings(RoutedReads):
