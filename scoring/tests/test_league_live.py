@@ -138,9 +138,11 @@ def test_the_period_end_pushes_the_frozen_cohort_and_an_unknown_cohort_is_refuse
         assert (final["final"], final["period"]["status"]) == (True, "final")
         assert lines(final) == [("maya", 50, "stay"), ("leo", 30, "stay")]  # 2 of 5: floor(2 x 2 / 5) = 0 up
 
-        stranger = WebsocketCommunicator(application, "/ws/games/arena/leagues/weekly/cohorts/3-bronze-9/")
+        stranger = WebsocketCommunicator(
+            application, "/ws/games/arena/leagues/weekly/cohorts/3-bronze-9/", headers=HEADERS
+        )
         connected, code = await stranger.connect()
         assert (connected, code) == (False, 4404)
-        await closed(socket)
+        await closed(socket, stranger)  # a refused socket's application is ended too, or the loop waits on it
 
     asyncio.run(scenario())
