@@ -21,6 +21,7 @@ from boards import keys
 from boards.models import FrozenStanding, Player
 from common.db import copy_rows
 from common.redis import client
+from scoring.ledger_partitions import partitions_ensure_between
 from scoring.models import ScoreEvent, SeasonTotal, UnappliedEvent
 from seasons.keys import catalog_key, catalog_version_key
 from seasons.models import Game, Season, SeasonPointer, SeasonPointerChange
@@ -48,6 +49,7 @@ def ledger_seed(*, label: str, players: int, tie_rule: str = "competition") -> t
         season_start=now - timedelta(days=2),
     )
     played = now - timedelta(hours=1)
+    partitions_ensure_between(played, now)
     tail = (600, played.date(), week_label(played), "eu", "[]", "accepted", "")  # applied: no outbox row
     started = time.perf_counter()
     for start in range(0, players, CHUNK):

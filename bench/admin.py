@@ -50,6 +50,7 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
 from anticheat.models import AuditEntry, Ban  # noqa: E402
+from scoring.ledger_partitions import partitions_ensure_between  # noqa: E402
 from scoring.models import AnomalyScan, ScoreEvent, SeasonTotal, UnappliedEvent  # noqa: E402
 from seasons.models import Game  # noqa: E402
 from seasons.periods import week_label  # noqa: E402
@@ -110,6 +111,7 @@ def seed(*, rows: int, pending: int, games: int) -> None:
     players = max(rows // 10, 1000)
     span_s = 7 * 86400
     start = now - timedelta(seconds=span_s)
+    partitions_ensure_between(start, now)
     # Pending results: in the first PENDING_GAMES games only, spread evenly over the ledger.
     pending_share = pending / (rows * min(PENDING_GAMES, games) / games)
     stamps: dict[int, str] = {}

@@ -138,6 +138,12 @@ def _beat_schedule() -> dict[str, dict[str, object]]:
             "schedule": settings.TOURNAMENT_FREEZE_INTERVAL_S,
             "options": {"expires": settings.TOURNAMENT_FREEZE_INTERVAL_S * 4},
         },
+        # The ledger's monthly partitions, created months ahead (a month's first result never waits).
+        "scoring.ledger_partitions": {
+            "task": "scoring.ledger_partitions",
+            "schedule": 3600.0,
+            "options": {"expires": 600},
+        },
         "boards.seasons_archive": {"task": "boards.seasons_archive", "schedule": 60.0, "options": {"expires": 120}},
         "scoring.anomalies": {"task": "scoring.anomalies", "schedule": 60.0, "options": {"expires": 120}},
         # Events older than EVENTS_KEEP_DAYS leave the feed (and their deliveries with them).

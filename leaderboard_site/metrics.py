@@ -23,6 +23,7 @@ from django.utils import timezone
 from common.metrics import counters_read
 from common.observability import CONTENT_TYPE, Collector, CounterMetricFamily, GaugeMetricFamily, metrics_exposition
 from events.metrics import webhook_backlog_metrics
+from scoring.ledger_partitions import months_ahead
 from scoring.outbox import unapplied_count
 from scoring.selectors import queue_lag_s
 from scoring.tasks import queue_backlog
@@ -102,6 +103,7 @@ class SharedCollector(Collector):
             unapplied = unapplied_count()
             lag = queue_lag_s(now=timezone.now())
             webhooks = list(webhook_backlog_metrics())
+            ahead = months_ahead(now=timezone.now())
         except Exception:  # the ledger is down: /health/ready says so
             return
         yield from webhooks
@@ -109,6 +111,11 @@ class SharedCollector(Collector):
             "leaderboard_events_unapplied",
             "Accepted results not yet on the boards (the outbox), counted up to a million.",
             value=unapplied,
+        )
+        yield GaugeMetricFamily(
+            "leaderboard_ledger_months_ahead",
+            "Whole months past the current one whose ledger partitions exist (below 1: the hourly job is not running).",
+            value=ahead,
         )
         yield GaugeMetricFamily(
             "leaderboard_queue_lag_seconds",

@@ -346,7 +346,7 @@ def _seat_rows(league: League, period: Period, rows: list[LeagueResult], now: da
             for r in placed:
                 r.division, r.number = ready[r.player_id].division, ready[r.player_id].number
             LeagueResult.objects.bulk_update(placed, ["division", "number"])
-            outbox_add([r.event_id for r in placed], accepted_at=now)
+            outbox_add([(r.event_id, r.event.played_at) for r in placed], accepted_at=now)
     except BaseException:
         seats_undo(seats=seats)
         raise

@@ -30,16 +30,29 @@ class EventStatus(models.TextChoices):
 # on_delete=PROTECT still stops a game or season with results from being deleted through Django.
 
 
+# The ledger is two tables partitioned by month in PostgreSQL (migration 0017; ledger_partitions.py):
+# the events by `played_at`, the claims by `played_month`. A partitioned table's primary key and
+# unique indexes include its partition key: the events' primary key is (id, played_at) in the
+# database (Django still addresses a row by `id`, which its sequence keeps unique), and the claim's
+# unique index is (game, match_id, played_month).
+
+
 class MatchSubmission(models.Model):
+    """A match id's claim and first answer: the idempotency guard (one per game, match id and month
+    of play)."""
+
     game = models.ForeignKey("seasons.Game", on_delete=models.PROTECT, db_index=False, db_constraint=False)
     match_id = models.UUIDField()
+    played_month = models.DateField(help_text="The first day of the UTC month of the match's played_at.")
     content_hash = models.CharField(max_length=64)
     answer = models.JSONField()
     key_id = models.CharField(max_length=40)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["game", "match_id"], name="submission_unique_match")]
+        constraints = [
+            models.UniqueConstraint(fields=["game", "match_id", "played_month"], name="submission_unique_match")
+        ]
 
     def __str__(self) -> str:
         return str(self.match_id)
@@ -77,7 +90,9 @@ class ScoreEvent(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["game", "match_id", "player_id"], name="event_unique_match_player"),
+            models.UniqueConstraint(
+                fields=["game", "match_id", "player_id", "played_at"], name="event_unique_match_player"
+            ),
         ]
         indexes = [
             models.Index(fields=["season", "player_id"], name="event_season_player"),
@@ -154,6 +169,7 @@ class UnappliedEvent(models.Model):
         related_name="unapplied",
     )
     accepted_at = models.DateTimeField(help_text="The event's accepted_at (the relay's and the lag's clock).")
+    played_at = models.DateTimeField(help_text="The event's played_at: the worker reads it from its month's partition.")
     enqueued_at = models.DateTimeField(null=True, blank=True, help_text="Last re-enqueue by the relay.")
 
     def __str__(self) -> str:

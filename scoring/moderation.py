@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import F, Max, Sum
@@ -23,10 +24,12 @@ from boards.writer import dedup_clear
 from events.services import events_publish, events_publish_many
 from events.types import PLAYER_BANNED, RESULT_REVIEWED
 from seasons.models import Game
+from seasons.selectors import seasons_of
 
 from .corrections import player_correct_retrying
 from .entries import tournament_results_approved, tournament_results_withdrawn
 from .league_corrections import league_results_approved, league_results_withdrawn
+from .ledger_partitions import played_floor
 from .models import AnomalyScan, EventStatus, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .players import DELETED_PREFIX
@@ -161,7 +164,7 @@ def _approve(events: list[ScoreEvent], *, now: datetime, reason: str, actor: Act
         accepted_at=now,
         reviewed_at=now if actor is not None or actor_label else None,
     )
-    outbox_add(ids, accepted_at=now)  # not applied yet: the relay finds them should the enqueue fail
+    outbox_add([(e.id, e.played_at) for e in events], accepted_at=now)  # the relay finds them should the enqueue fail
     if ids:
         transaction.on_commit(lambda: enqueue_apply(ids), robust=True)
 
@@ -248,7 +251,7 @@ def anomalies_review(*, game: Game, now: datetime, policy: AnomalyPolicy = ANOMA
     """
     policy_label = f"{policy.quantile}/{policy.min_cohort}/{policy.window_days}"
     scan = AnomalyScan.objects.filter(game=game).first()
-    newest = ScoreEvent.objects.aggregate(newest=Max("id"))["newest"] or 0
+    newest = _newest_event_id(game=game, now=now, policy=policy)
     due = (
         scan is None
         or scan.limit is None
@@ -294,6 +297,16 @@ def anomalies_review(*, game: Game, now: datetime, policy: AnomalyPolicy = ANOMA
     return len(suspects), len(cleared)
 
 
+def _newest_event_id(*, game: Game, now: datetime, policy: AnomalyPolicy) -> int:
+    """The ledger's newest event id, from the months a result accepted in the window can be in:
+    from the earliest season still open then to the furthest a played_at may be ahead of the clock."""
+    played = (
+        played_floor(seasons_of(game=game), accepted_since=now - timedelta(days=policy.window_days)),
+        now + timedelta(seconds=settings.PLAYED_AT_MAX_FUTURE_S),
+    )
+    return int(ScoreEvent.objects.filter(played_at__range=played).aggregate(newest=Max("id"))["newest"] or 0)
+
+
 def _anomaly_limit(*, game: Game, now: datetime, policy: AnomalyPolicy) -> int | None:
     """The policy's limit over the whole window; None while the cohort is too small to judge.
 
@@ -307,8 +320,16 @@ def _anomaly_limit(*, game: Game, now: datetime, policy: AnomalyPolicy) -> int |
         cursor.execute("SET LOCAL jit = off")
         cursor.execute(
             f"SELECT count(*), percentile_disc(%s) WITHIN GROUP (ORDER BY points) FROM {ScoreEvent._meta.db_table} "
-            "WHERE game_id = %s AND accepted_at >= %s AND status IN (%s, %s)",
-            [policy.quantile, game.id, since, EventStatus.ACCEPTED.value, EventStatus.PENDING_REVIEW.value],
+            "WHERE game_id = %s AND accepted_at >= %s AND played_at >= %s AND played_at <= %s AND status IN (%s, %s)",
+            [
+                policy.quantile,
+                game.id,
+                since,
+                played_floor(seasons_of(game=game), accepted_since=since),
+                now + timedelta(seconds=settings.PLAYED_AT_MAX_FUTURE_S),
+                EventStatus.ACCEPTED.value,
+                EventStatus.PENDING_REVIEW.value,
+            ],
         )
         size, quantile_points = cursor.fetchone()
     threshold = int(quantile_points) if size >= policy.min_cohort else None
@@ -319,8 +340,16 @@ def _anomaly_suspects(*, game: Game, since: datetime, limit: int | None, after_i
     """Accepted results of the window above the limit, never cleared by a moderator."""
     if limit is None:
         return []
+    # The months that can hold them.
+    floor = played_floor(seasons_of(game=game), accepted_since=since)
+    ceiling = timezone.now() + timedelta(seconds=settings.PLAYED_AT_MAX_FUTURE_S)
     found = ScoreEvent.objects.filter(
-        game=game, accepted_at__gte=since, status=EventStatus.ACCEPTED, points__gt=limit, reviewed_at__isnull=True
+        game=game,
+        accepted_at__gte=since,
+        played_at__range=(floor, ceiling),
+        status=EventStatus.ACCEPTED,
+        points__gt=limit,
+        reviewed_at__isnull=True,
     )
     if after_id:
         # The new events by the primary key's range (a materialized CTE, so the planner cannot
@@ -329,10 +358,10 @@ def _anomaly_suspects(*, game: Game, since: datetime, limit: int | None, after_i
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH recent AS MATERIALIZED (SELECT id, game_id, accepted_at, status, points, reviewed_at "
-                f"FROM {ScoreEvent._meta.db_table} WHERE id > %s) "
+                f"FROM {ScoreEvent._meta.db_table} WHERE id > %s AND played_at >= %s AND played_at <= %s) "
                 "SELECT id FROM recent WHERE game_id = %s AND accepted_at >= %s AND status = %s AND points > %s "
                 "AND reviewed_at IS NULL",
-                [after_id, game.id, since, EventStatus.ACCEPTED.value, limit],
+                [after_id, floor, ceiling, game.id, since, EventStatus.ACCEPTED.value, limit],
             )
             ids = [row[0] for row in cursor.fetchall()]
         if not ids:
@@ -376,7 +405,7 @@ def results_reinstate(*, event_ids: list[int], reason: str, actor: Actor = None,
         ScoreEvent.objects.filter(id__in=ids).update(
             status=EventStatus.ACCEPTED, reason="", accepted_at=now, reviewed_at=now
         )
-        outbox_add(ids, accepted_at=now)
+        outbox_add([(e.id, e.played_at) for e in events], accepted_at=now)
         _reviewed_publish(events, decision="approved", reason=reason)
         if ids:
             transaction.on_commit(lambda: enqueue_apply(ids), robust=True)

@@ -57,6 +57,7 @@ from seasons.models import Game, Season
 from seasons.selectors import seasons_of
 
 from .corrections import player_boards_rewrite
+from .ledger_partitions import played_window
 from .models import EventStatus, ScoreEvent
 from .rebuild import RebuildBusy, boards_rebuild
 from .reconcile_leagues import leagues_reconcile
@@ -430,7 +431,7 @@ def _fingerprints(*, game: Game, seasons: Sequence[Season], players: list[str]) 
     results: dict[str, set[tuple[int, str, bool]]] = defaultdict(set)
     # "unapplied": the event's outbox row (its id), None once applied.
     for player, event_id, status, outbox_row in ScoreEvent.objects.filter(
-        season_id__in=[s.id for s in seasons], player_id__in=players
+        season_id__in=[s.id for s in seasons], player_id__in=players, played_at__range=played_window(seasons)
     ).values_list("player_id", "id", "status", "unapplied"):
         results[player].add((event_id, status, outbox_row is not None))
     hidden = {

@@ -35,6 +35,7 @@ from common.redis import boards_client
 from seasons.models import Game, Season
 from seasons.selectors import season_shards, seasons_of
 
+from .ledger_partitions import played_floor, played_window
 from .models import EventStatus, ScoreEvent, UnappliedEvent
 
 _TABLE = ScoreEvent._meta.db_table
@@ -129,8 +130,11 @@ def _kind_sql(
     by_period = f", {period}" if kind.periodic else ""
     live, live_params = "TRUE", []
     if live_at is not None and kind.ttl_s():
-        recent = "l.game_id = %s AND l.status = %s AND l.accepted_at > %s"
-        live_params = [game.id, EventStatus.ACCEPTED.value, live_at - timedelta(seconds=kind.ttl_s())]
+        recent = "l.game_id = %s AND l.status = %s AND l.accepted_at > %s AND l.played_at >= %s AND l.played_at < %s"
+        since = live_at - timedelta(seconds=kind.ttl_s())
+        seasons = [s for s in seasons_of(game=game) if season_id is None or s.id == season_id]
+        live_params = [game.id, EventStatus.ACCEPTED.value, since, played_floor(seasons, accepted_since=since)]
+        live_params.append(played_window(seasons)[1])
         if season_id is not None:
             recent += " AND l.season_id = %s"
             live_params.append(season_id)
@@ -174,8 +178,10 @@ def _entries_sql(
     live_at: datetime | None,
     extras: bool,
 ) -> tuple[str, list[Any]]:
-    where = "e.game_id = %s AND e.status = %s"
-    params: list[Any] = [game.id, EventStatus.ACCEPTED.value]
+    where = "e.game_id = %s AND e.status = %s AND e.played_at >= %s AND e.played_at < %s"
+    seasons = seasons_of(game=game)
+    window = played_window(s for s in seasons if season_id is None or s.id == season_id)
+    params: list[Any] = [game.id, EventStatus.ACCEPTED.value, *window]
     if season_id is not None:
         where += " AND e.season_id = %s"
         params.append(season_id)
@@ -184,7 +190,7 @@ def _entries_sql(
         params.append(list(player_ids))
         if season_id is None:  # lets the (season, player) index find them
             where += " AND e.season_id = ANY(%s)"
-            params.append([s.id for s in seasons_of(game=game)])
+            params.append([s.id for s in seasons])
     if not include_hidden:  # hidden and deleted players are on no public board
         hidden_sql, hidden_params = hidden_players_sql(game_id=game.id)
         where += f" AND e.player_id NOT IN ({hidden_sql})"
@@ -245,7 +251,12 @@ def ledger_has_extra_boards(*, game: Game, season_id: int) -> bool:
     """Whether any accepted result of the season counts on an extra dimension's board (the game
     may have declared its dimensions after some results, or dropped them since)."""
     return (
-        ScoreEvent.objects.filter(game=game, season_id=season_id, status=EventStatus.ACCEPTED)
+        ScoreEvent.objects.filter(
+            game=game,
+            season_id=season_id,
+            status=EventStatus.ACCEPTED,
+            played_at__range=played_window(s for s in seasons_of(game=game) if s.id == season_id),
+        )
         .exclude(extra_boards=[])
         .exists()
     )
@@ -372,15 +383,25 @@ def unapplied_ids(*, game: Game) -> list[int]:
 def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> list[tuple[int, str, datetime, int]]:
     """(event id, player id, accepted_at, season id) of the game's accepted results not yet marked
     applied, i.e. still in the outbox (of those seasons only, with `season_ids`)."""
-    events = ScoreEvent.objects.filter(game=game, status=EventStatus.ACCEPTED, unapplied__isnull=False)
+    seasons = [s for s in seasons_of(game=game) if season_ids is None or s.id in set(season_ids)]
+    events = ScoreEvent.objects.filter(
+        game=game, status=EventStatus.ACCEPTED, unapplied__isnull=False, played_at__range=played_window(seasons)
+    )
     if season_ids is not None:
-        events = events.filter(season_id__in=list(season_ids))
+        events = events.filter(season_id__in=[s.id for s in seasons])
     return list(events.values_list("id", "player_id", "accepted_at", "season_id"))
 
 
 def players_touched_since(*, game: Game, since: datetime) -> set[str]:
     return set(
-        ScoreEvent.objects.filter(game=game, accepted_at__gte=since).values_list("player_id", flat=True).distinct()
+        ScoreEvent.objects.filter(
+            game=game,
+            accepted_at__gte=since,
+            played_at__gte=played_floor(seasons_of(game=game), accepted_since=since),
+            played_at__lt=played_window(seasons_of(game=game))[1],
+        )
+        .values_list("player_id", flat=True)
+        .distinct()
     )
 
 

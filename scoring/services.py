@@ -21,7 +21,7 @@ import psycopg
 import redis
 from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from anticheat.models import ServerKey
@@ -30,7 +30,7 @@ from boards.codec import ScoreCodec
 from boards.selectors import season_regions_of
 from boards.services import Profile, players_register, season_regions_fix
 from boards.writer import names_fill, names_store
-from common.db import copy_rows, ids_take, insert_rows_returning, jsonb_binary, rows_by_keys
+from common.db import copy_rows, ids_take, insert_rows_returning, jsonb_binary
 from common.metrics import count
 from common.outage import OutageLog
 from competitions.entry import Entry, tournaments_named
@@ -49,6 +49,7 @@ from .league_entries import (
     leagues_of,
     seats_of_results,
 )
+from .ledger_partitions import month_of, partitions_ensure, partitions_forget_local
 from .models import EventStatus, MatchSubmission, ScoreEvent, SeasonTotal
 from .outbox import outbox_add, outbox_drop
 from .validation import Errors, MatchIn
@@ -198,7 +199,7 @@ def _submit_once(
     seasons = seasons_of(game=game)
     open_now = {season.id: season.accepts_results_at(now) for season in seasons}
     hashes = {i: content_hash(m) for i, m in valid}
-    earlier = _earlier_submissions(game, [m.match_id for _, m in valid])
+    earlier = _earlier_submissions(game, [(m.match_id, month_of(m.played_at)) for _, m in valid])
     first_in_batch: dict[uuid.UUID, int] = {}
     pending = _pending_of(
         game=game,
@@ -277,16 +278,33 @@ def _pending_of(
     return pending
 
 
-def _earlier_submissions(game: Game, match_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[str, dict[str, Any]]]:
-    """The first submission of each match id already stored: (content hash, answer)."""
-    rows = rows_by_keys(
-        MatchSubmission._meta.db_table,
-        ["match_id", "content_hash", "answer"],
-        equal={"game_id": game.id},
-        key="match_id",
-        key_type="uuid",
-        keys=match_ids,
-    )
+def _earlier_submissions(
+    game: Game, matches: list[tuple[uuid.UUID, date]]
+) -> dict[uuid.UUID, tuple[str, dict[str, Any]]]:
+    """The first submission of each (match id, month of play) already stored: (content hash,
+    answer). Read from those months' claim partitions only (the months are constants of the
+    statement: the planner leaves the others out), one index probe a match."""
+    wanted = list(dict.fromkeys(matches))
+    if not wanted:
+        return {}
+    months = sorted({month for _, month in wanted})
+    # Keys travel as comma-joined strings: quoting a 500-element array parameter client-side costs
+    # more than the lookup itself (common/db.py, rows_by_keys).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT found.match_id, found.content_hash, found.answer "
+            "FROM unnest(string_to_array(%s, ',')::uuid[], string_to_array(%s, ',')::date[]) AS k(m, month) "
+            f"CROSS JOIN LATERAL (SELECT t.match_id, t.content_hash, t.answer FROM {MatchSubmission._meta.db_table} t "
+            "WHERE t.game_id = %s AND t.played_month = ANY(%s::date[]) AND t.match_id = k.m "
+            "AND t.played_month = k.month LIMIT 1) AS found",
+            [
+                ",".join(str(m) for m, _ in wanted),
+                ",".join(month.isoformat() for _, month in wanted),
+                game.id,
+                months,
+            ],
+        )
+        rows = cursor.fetchall()
     return {
         match_id: (content, orjson.loads(answer) if isinstance(answer, str) else answer)
         for match_id, content, answer in rows
@@ -344,6 +362,7 @@ def _store(
     rows, answers = _events_and_answers(
         game=game, pending=pending, players=players, regions_by_season=regions_by_season, outcomes=outcomes, now=now
     )
+    partitions_ensure({month_of(p.match.played_at) for p in pending})  # a late result of a month without one
     _claim_submissions(game=game, key=key, pending=pending, answers=answers)
     event_ids = _events_insert(rows)
     _tournament_results_insert(pending=pending, event_ids=event_ids, now=now)
@@ -513,7 +532,9 @@ def _events_insert(rows: list[EventInsert]) -> list[int]:
     )
     if rows:  # one accept time for the whole batch (`now`)
         accepted = [
-            event_id for event_id, row in zip(event_ids, rows, strict=True) if row.status == EventStatus.ACCEPTED
+            (event_id, row.played_at)
+            for event_id, row in zip(event_ids, rows, strict=True)
+            if row.status == EventStatus.ACCEPTED
         ]
         outbox_add(accepted, accepted_at=rows[0].accepted_at)
     return event_ids
@@ -611,7 +632,9 @@ def _result_answer(player_id: str, verdict: Verdict, entries: list[Entry] | None
     return answer
 
 
-SUBMISSION_UNIQUE = "submission_unique_match"
+# A unique violation names the partition's own index (named by PostgreSQL after its columns); the
+# claims' only other unique index, the primary key, takes ids from a sequence.
+SUBMISSION_UNIQUE_COLUMNS = "_game_id_match_id_played_month_"
 
 
 def _claim_submissions(
@@ -630,9 +653,9 @@ def _claim_submissions(
     try:
         copy_rows(
             MatchSubmission._meta.db_table,
-            ["game_id", "match_id", "content_hash", "key_id", "answer", "created_at"],
+            ["game_id", "match_id", "played_month", "content_hash", "key_id", "answer", "created_at"],
             (
-                (game.id, mid, p.content_hash, key.key_id, jsonb_binary(answers[mid]), now)
+                (game.id, mid, month_of(p.match.played_at), p.content_hash, key.key_id, jsonb_binary(answers[mid]), now)
                 for p in ordered
                 for mid in (p.match.match_id,)
             ),
@@ -640,7 +663,14 @@ def _claim_submissions(
         )
     except IntegrityError as exc:
         cause = exc.__cause__
-        if not isinstance(cause, psycopg.errors.UniqueViolation) or cause.diag.constraint_name != SUBMISSION_UNIQUE:
+        if isinstance(cause, psycopg.errors.CheckViolation) and "no partition" in str(cause):
+            # A month this process thought it had was archived since: known again from the catalog
+            # on the next attempt, which creates it (a late result of a reopened month).
+            partitions_forget_local()
+            raise _ClaimLost from exc
+        if not isinstance(cause, psycopg.errors.UniqueViolation) or SUBMISSION_UNIQUE_COLUMNS not in str(
+            cause.diag.constraint_name
+        ):
             raise
         raise _ClaimLost from exc
 
@@ -718,7 +748,9 @@ def _mark_overflow(
             for j, (r, v) in enumerate(zip(p.match.results, p.verdicts, strict=True))
         ]
         answer = {"match_id": str(p.match.match_id), "results": results}
-        MatchSubmission.objects.filter(game=game, match_id=p.match.match_id).update(answer=answer)
+        MatchSubmission.objects.filter(
+            game=game, match_id=p.match.match_id, played_month=month_of(p.match.played_at)
+        ).update(answer=answer)
         outcomes[p.index] = MatchOutcome(http_status=202, body=answer)
 
 

@@ -16,6 +16,7 @@ from seasons.selectors import games_all
 from .failover import failover_check, failover_noticed
 from .freezing import seasons_freeze_due
 from .league_closing import league_periods_close_due
+from .ledger_partitions import partitions_ahead
 from .moderation import anomalies_review
 from .outbox import apply_records_prune, events_apply_by_id, outbox_vacuum, unapplied_due_now, unapplied_select
 from .reconcile import boards_reconcile as reconcile
@@ -91,6 +92,13 @@ def relay_unapplied() -> int:
         logger.info("relay: re-enqueued %d unapplied events", len(ids))
         enqueue_apply(ids)
     return len(ids)
+
+
+@shared_task(name="scoring.ledger_partitions", acks_late=True, ignore_result=True)
+def ledger_partitions() -> list[str]:
+    """Every hour: the ledger's partitions for this month and LEDGER_PARTITIONS_AHEAD months past
+    it (ledger_partitions.py); the months it had to create."""
+    return [m.strftime("%Y-%m") for m in partitions_ahead(now=timezone.now())]
 
 
 @shared_task(name="scoring.anomalies", acks_late=True, ignore_result=True)

@@ -109,7 +109,7 @@ def applied(events: QuerySet[ScoreEvent]) -> QuerySet[ScoreEvent]:
 def outbox_restore(events: Iterable[ScoreEvent]) -> int:
     """Put events back in the outbox with their own accept times, as if the worker had died between
     its Lua call and the delete of their rows (their dedup markers stay). Returns how many."""
-    rows = [UnappliedEvent(event_id=e.id, accepted_at=e.accepted_at) for e in events]
+    rows = [UnappliedEvent(event_id=e.id, accepted_at=e.accepted_at, played_at=e.played_at) for e in events]
     UnappliedEvent.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["event"], update_fields=["accepted_at", "enqueued_at"]
     )

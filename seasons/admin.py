@@ -30,6 +30,14 @@ class SeasonForm(forms.ModelForm):
                 overlapping = overlapping.exclude(pk=self.instance.pk)
             if overlapping.exists():
                 raise forms.ValidationError("Seasons of one game must not overlap.")
+        if self.instance.pk and starts and ends and self.instance.starts_at <= timezone.now():
+            # A started season holds results played inside its window as it was: the ledger reads a
+            # season's results by that window (scoring/ledger_partitions.py, `played_window`), so it
+            # may grow but not leave them out. `end_season` ends a season now.
+            if starts > self.instance.starts_at:
+                raise forms.ValidationError("A season that has started cannot start later.")
+            if ends < min(self.instance.ends_at, timezone.now()):
+                raise forms.ValidationError("A season cannot end before now; use End season to end it now.")
         if self.instance.pk and ends and starts:
             # time_bits was sized at creation: a longer season must still fit it.
             window = (ends - starts + timedelta(seconds=data.get("grace_s") or 0)).total_seconds()

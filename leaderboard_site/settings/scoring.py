@@ -1,7 +1,9 @@
 """Scoring knobs: signature window, dedup window, relay timing, single-result groups, board lifetimes,
 recovery and reconciliation, anti-cheat defaults, the public read throttle."""
 
-from .env import env_float, env_int
+from pathlib import Path
+
+from .env import env_float, env_int, env_str
 
 # A signed request's timestamp must be within this many seconds of the server clock.
 SIGNATURE_MAX_SKEW_S = env_int("SIGNATURE_MAX_SKEW_S", 300)
@@ -10,6 +12,11 @@ PLAYED_AT_MAX_FUTURE_S = env_int("PLAYED_AT_MAX_FUTURE_S", 60)
 # How long a dedup marker lives in Redis: the window in which a redelivered or re-relayed event
 # is recognised as applied there. The ledger's applied flag is the durable record.
 SCORING_DEDUP_TTL_S = env_int("SCORING_DEDUP_TTL_S", 6 * 3600)
+# The ledger's monthly partitions (scoring/ledger_partitions.py): the scheduled job keeps this many
+# months past the current one created.
+LEDGER_PARTITIONS_AHEAD = env_int("LEDGER_PARTITIONS_AHEAD", 3)
+# Where `archive_ledger` writes a month's archive by default (scoring/archive.py).
+LEDGER_ARCHIVE_DIR = env_str("LEDGER_ARCHIVE_DIR", str(Path(__file__).resolve().parents[2] / "var" / "archive"))
 # The relay re-enqueues accepted events still unapplied after this many seconds.
 SCORING_RELAY_AFTER_S = env_float("SCORING_RELAY_AFTER_S", 5.0)
 SCORING_RELAY_BATCH = env_int("SCORING_RELAY_BATCH", 5000)

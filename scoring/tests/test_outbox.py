@@ -120,15 +120,16 @@ def test_the_relay_picks_rows_committed_out_of_order_and_skips_those_another_rel
     dsn = f"postgresql://{url['USER']}@{url['HOST']}:{url['PORT']}/{url['NAME']}"
     table = UnappliedEvent._meta.db_table
     at = timezone.now() - timedelta(seconds=10)
+    insert = f"INSERT INTO {table} (event_id, played_at, accepted_at) VALUES (%s, %s, %s)"
     with psycopg.connect(dsn) as slow, psycopg.connect(dsn, autocommit=True) as fast:
         # The lower id's transaction began first and commits last.
-        slow.execute(f"INSERT INTO {table} (event_id, accepted_at) VALUES (%s, %s)", [first.id, at])
-        fast.execute(f"INSERT INTO {table} (event_id, accepted_at) VALUES (%s, %s)", [third.id, at])
+        slow.execute(insert, [first.id, first.played_at, at])
+        fast.execute(insert, [third.id, third.played_at, at])
         assert relay_picks() == [third.id]
         slow.commit()
         assert relay_picks() == [first.id]  # an id watermark past third.id would have skipped it
         # Another relay holds a row: SKIP LOCKED passes it over instead of waiting.
-        fast.execute(f"INSERT INTO {table} (event_id, accepted_at) VALUES (%s, %s)", [second.id, at])
+        fast.execute(insert, [second.id, second.played_at, at])
         with fast.transaction():
             fast.execute(f"SELECT 1 FROM {table} WHERE event_id = %s FOR UPDATE", [second.id])
             picked: list[int] = []
