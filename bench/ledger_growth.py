@@ -21,7 +21,8 @@ Then the figures: each run's ingest ratio (phase 1 / phase 4) and their change (
 ledger rows. The 5,000 pending results the review queue reads are there in both runs.
 
 --lock FILE: the measured steps (1 and 3) hold an exclusive flock on FILE (other work on the
-machine waits; the seed in between does not need a quiet machine).
+machine waits), the seed between them a shared one (it needs no quiet machine, but would disturb
+another benchmark).
 """
 
 import argparse
@@ -61,14 +62,15 @@ def log(msg: str) -> None:
 
 
 @contextmanager
-def quiet(lock: str | None) -> Iterator[None]:
-    """An exclusive flock on `lock` (when given) for a measured step."""
+def quiet(lock: str | None, *, shared: bool = False) -> Iterator[None]:
+    """An exclusive flock on `lock` (when given) for a measured step; a shared one for the seed
+    (tests may run beside it, another benchmark may not)."""
     if not lock:
         yield
         return
     with open(lock, "a") as held:
         started = time.monotonic()
-        fcntl.flock(held, fcntl.LOCK_EX)
+        fcntl.flock(held, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         log(f"lock {lock} taken after {time.monotonic() - started:.0f} s")
         try:
             yield
@@ -347,9 +349,10 @@ def main() -> None:
     empty_sizes = sizes()
     log(f"empty: ratio {empty['ratio']:.3f}, {empty_queries}, {empty_sizes}")
 
-    started = time.perf_counter()
-    seeded = seed(args.rows)
-    seed_s = time.perf_counter() - started
+    with quiet(args.lock, shared=True):
+        started = time.perf_counter()
+        seeded = seed(args.rows)
+        seed_s = time.perf_counter() - started
     grown_sizes = sizes()
     log(f"seeded {seeded} rows in {seed_s:.0f} s; {grown_sizes}")
 
