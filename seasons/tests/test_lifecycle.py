@@ -68,3 +68,32 @@ def test_a_cron_schedule_makes_weekly_seasons_from_monday_midnight():
         (datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 7, tzinfo=UTC))
     ]
     assert seasons_schedule_next(now=datetime(2026, 12, 1, tzinfo=UTC)) == []  # the new one is running
+
+
+def test_admin_keeps_a_started_seasons_window_around_its_results(client, admin_user):
+    """The ledger reads a season's results by its window (by month): once the season has started,
+    its start may move earlier but not later, its end later but not before now."""
+    game = make_game(start=timezone.now() - timedelta(days=3), days=10)
+    client.force_login(admin_user)
+    season = game.seasons.get()
+
+    def change(starts: datetime, ends: datetime):
+        form = {
+            "game": game.id,
+            "name": season.name,
+            "starts_at_0": starts.strftime("%Y-%m-%d"),
+            "starts_at_1": starts.strftime("%H:%M:%S"),
+            "ends_at_0": ends.strftime("%Y-%m-%d"),
+            "ends_at_1": ends.strftime("%H:%M:%S"),
+            "grace_s": season.grace_s,
+        }
+        return client.post(f"/admin/seasons/season/{season.id}/change/", form)
+
+    later = change(season.starts_at + timedelta(days=1), season.ends_at)
+    assert later.status_code == 200 and b"cannot start later" in later.content
+    past = change(season.starts_at, timezone.now() - timedelta(hours=1))
+    assert past.status_code == 200 and b"cannot end before now" in past.content
+    assert Season.objects.get(pk=season.pk).ends_at == season.ends_at  # nothing saved
+    wider = change(season.starts_at - timedelta(days=1), season.ends_at + timedelta(days=1))
+    assert wider.status_code == 302
+    assert Season.objects.get(pk=season.pk).starts_at == season.starts_at - timedelta(days=1)
