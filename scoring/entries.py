@@ -31,19 +31,21 @@ from competitions.scores import CountedResult, incremental, period_score
 from competitions.services import schedule_of
 from seasons.models import Game
 
+from .ledger_partitions import played_between
 from .models import EventStatus, ScoreEvent, TournamentResult
 
 
-def attempts_counted(tournament: Tournament, period: int) -> dict[str, int]:
+def attempts_counted(
+    tournament: Tournament, period: int, *, played: tuple[datetime, datetime] | None = None
+) -> dict[str, int]:
     """Each player's counted results in a period that are still accepted (a revoked one gave its
-    attempt back)."""
-    rows = (
-        TournamentResult.objects.filter(
-            tournament=tournament, period=period, verdict=COUNTED, event__status=EventStatus.ACCEPTED
-        )
-        .values("player_id")
-        .annotate(n=Count("id"))
+    attempt back); with `played` (ledger_partitions.played_between), from those months only."""
+    counted = TournamentResult.objects.filter(
+        tournament=tournament, period=period, verdict=COUNTED, event__status=EventStatus.ACCEPTED
     )
+    if played is not None:
+        counted = counted.filter(event__played_at__range=played)
+    rows = counted.values("player_id").annotate(n=Count("id"))
     return {row["player_id"]: row["n"] for row in rows}
 
 
@@ -131,12 +133,16 @@ def competition_rewrites(work: CompetitionWork) -> set[int]:
 
 
 def _counted_results(
-    tournament: Tournament, period: int, player_ids: list[str] | None
+    tournament: Tournament, period: Period, player_ids: list[str] | None
 ) -> dict[str, list[CountedResult]]:
     """Each player's counted results in the period whose results are still accepted (None: every
-    player's)."""
+    player's), from the period's months of the ledger."""
     rows = TournamentResult.objects.filter(
-        tournament=tournament, period=period, verdict=COUNTED, event__status=EventStatus.ACCEPTED
+        tournament=tournament,
+        period=period.index,
+        verdict=COUNTED,
+        event__status=EventStatus.ACCEPTED,
+        event__played_at__range=played_between(period.starts_at, period.ends_at),
     )
     if player_ids is not None:
         rows = rows.filter(player_id__in=player_ids)
@@ -155,7 +161,7 @@ def period_scores(
     counted result): each one's encoded score (None: off the board, with no counted result still
     accepted, or hidden or deleted), and the counted results it holds."""
     board = period_board(tournament=tournament, period=period)
-    results = _counted_results(tournament, period.index, player_ids)
+    results = _counted_results(tournament, period, player_ids)
     players = list(results) if player_ids is None else player_ids
     unseen = set(
         Player.objects.filter(game_id=tournament.game_id, player_id__in=players)

@@ -52,6 +52,7 @@ from events.services import events_publish_select
 from events.types import LEAGUE_COHORT_FINAL
 
 from .league_models import LeagueResult
+from .ledger_partitions import played_between
 from .models import EventStatus, ScoreEvent
 from .outbox import outbox_add
 
@@ -119,7 +120,8 @@ _FREEZE = (
     # the subquery from being flattened into a plain join)
     f"FROM claimed c CROSS JOIN LATERAL (SELECT player_id, event_id FROM {LeagueResult._meta.db_table} "
     "WHERE league_id = %(league)s AND period = %(period)s AND division = c.division AND number = c.number OFFSET 0) r "
-    f"JOIN {ScoreEvent._meta.db_table} e ON e.id = r.event_id WHERE e.status = %(accepted)s "
+    f"JOIN {ScoreEvent._meta.db_table} e ON e.id = r.event_id AND e.played_at >= %(played_from)s "
+    "AND e.played_at < %(played_to)s WHERE e.status = %(accepted)s "
     f"AND NOT EXISTS (SELECT 1 FROM {Player._meta.db_table} g WHERE g.game_id = %(game)s "
     "AND g.player_id = r.player_id AND (g.hidden OR g.deleted_at IS NOT NULL))), "
     "scores AS ({scores}), "
@@ -225,6 +227,9 @@ def _freeze_params(league: League, period: Period, claimed: list[tuple[int, int,
         "league": league.pk,
         "period": period.index,
         "start_us": epoch_micros(period.starts_at),
+        # the period's months only (its results were played in it): a constant range the planner prunes by
+        "played_from": played_between(period.starts_at, period.ends_at)[0],
+        "played_to": played_between(period.starts_at, period.ends_at)[1],
         "accepted": EventStatus.ACCEPTED.value,
         "game": league.game_id,
         "promote": [d["promote"] for d in league.divisions],

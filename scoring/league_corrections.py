@@ -43,6 +43,7 @@ from seasons.models import Game
 
 from .league_entries import league_results_record, leagues_of, seats_of_results
 from .league_models import LeagueResult
+from .ledger_partitions import played_between
 from .models import EventStatus, ScoreEvent
 
 Cohort = tuple[int, int]  # division index, cohort number
@@ -76,12 +77,16 @@ def _unseen(game_id: int, player_ids: Iterable[str]) -> set[str]:
 
 
 def cohort_results(
-    *, league: League, index: int, cohort: Cohort | None = None, player_ids: list[str] | None = None
+    *, league: League, period: Period, cohort: Cohort | None = None, player_ids: list[str] | None = None
 ) -> dict[Cohort, dict[str, list[CountedResult]]]:
     """Per cohort, each player's results still accepted that count in it (one cohort, or every
-    cohort of the period; these players, or all)."""
+    cohort of the period; these players, or all), read from the period's months of the ledger."""
     rows = LeagueResult.objects.filter(
-        league=league, period=index, number__isnull=False, event__status=EventStatus.ACCEPTED
+        league=league,
+        period=period.index,
+        number__isnull=False,
+        event__status=EventStatus.ACCEPTED,
+        event__played_at__range=played_between(period.starts_at, period.ends_at),
     )
     if cohort is not None:
         rows = rows.filter(division=cohort[0], number=cohort[1])
@@ -106,7 +111,7 @@ def cohort_scores(
     in it): each one's encoded score (None: off the board, with no result still accepted, or hidden
     or deleted), and the results it holds."""
     board = board_of(league, period, cohort)
-    results = cohort_results(league=league, index=period.index, cohort=cohort, player_ids=player_ids).get(cohort, {})
+    results = cohort_results(league=league, period=period, cohort=cohort, player_ids=player_ids).get(cohort, {})
     players = list(results) if player_ids is None else player_ids
     unseen = _unseen(league.game_id, players)
     scores = {
@@ -261,7 +266,7 @@ def league_boards_rebuild(*, game: Game, now: datetime) -> int:
     for live in league_periods_live(game_id=game.pk, now=now):
         league, period = live.league, live.period
         state_fill(league=league, period=period)
-        results = cohort_results(league=league, index=period.index)
+        results = cohort_results(league=league, period=period)
         for cohort in sorted(set(results) | _cohorts_of(league, period.index)):
             board = board_of(league, period, cohort)
             found = results.get(cohort, {})

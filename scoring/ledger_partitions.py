@@ -139,6 +139,14 @@ def played_window(seasons: Iterable[Season]) -> tuple[datetime, datetime]:
 _EMPTY = (datetime(1970, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC))
 
 
+def played_between(starts_at: datetime, ends_at: datetime) -> tuple[datetime, datetime]:
+    """The `played_at` range holding every result a competition period counted: its window, the end
+    widened as a season's is (`played_window`: a tournament ended early keeps the results taken
+    before, played up to PLAYED_AT_MAX_FUTURE_S after that moment). As a query's constant bounds,
+    the planner reads the period's months only."""
+    return starts_at, ends_at + timedelta(seconds=settings.PLAYED_AT_MAX_FUTURE_S + 1)
+
+
 def played_floor(seasons: Iterable[Season], *, accepted_since: datetime) -> datetime:
     """The earliest `played_at` of a result accepted since `accepted_since`: such a result's season
     was still accepting results then (not frozen before it), and began no later than its play."""

@@ -36,6 +36,7 @@ from seasons.models import Game
 from .league_corrections import Cohort, board_of, cohort_players_rewrite, cohort_results, cohort_scores
 from .league_corrections import league_periods_live as live_periods
 from .league_models import LeagueResult
+from .ledger_partitions import played_between
 from .models import EventStatus
 from .reconcile_periods import PeriodsReport
 
@@ -57,7 +58,7 @@ def leagues_reconcile(*, game: Game, now: datetime, repair: bool) -> PeriodsRepo
 def _first_looks(league: League, period: Period) -> dict[Cohort, "_BoardLook"]:
     """The first look at every cohort of the period: the ledger's scores from one query, the boards
     read in pipelined chunks (a league of a million players has 33,000 cohorts)."""
-    results = cohort_results(league=league, index=period.index)
+    results = cohort_results(league=league, period=period)
     cohorts = sorted(set(results) | _seated_cohorts(league, period.index))
     gone = set(
         Player.objects.filter(game_id=league.game_id)
@@ -194,9 +195,9 @@ def _cohort_reconcile(
     if not players:
         return
     report.candidates += len(players)
-    before = _fingerprints(league, period.index, players)
+    before = _fingerprints(league, period, players)
     second = _board_look(league, period, cohort, players)
-    after = _fingerprints(league, period.index, players)
+    after = _fingerprints(league, period, players)
     drifted: list[str] = []
     key = board_of(league, period, cohort).key
     for player in players:
@@ -225,11 +226,16 @@ def _cohort_reconcile(
 _Fingerprint = tuple[frozenset[tuple[int, str, bool]], bool, bool]  # results, pending, hidden
 
 
-def _fingerprints(league: League, index: int, players: list[str]) -> dict[str, _Fingerprint]:
+def _fingerprints(league: League, period: Period, players: list[str]) -> dict[str, _Fingerprint]:
     """Each player's rows in the period (result, status, still unapplied) and visibility: equal
     before and after a look means nothing moved in between; `pending`: a result on its way."""
     results: dict[str, set[tuple[int, str, bool]]] = defaultdict(set)
-    rows = LeagueResult.objects.filter(league=league, period=index, player_id__in=players)
+    rows = LeagueResult.objects.filter(
+        league=league,
+        period=period.index,
+        player_id__in=players,
+        event__played_at__range=played_between(period.starts_at, period.ends_at),
+    )
     for player, event_id, status, outbox_row in rows.values_list(
         "player_id", "event_id", "event__status", "event__unapplied"
     ):

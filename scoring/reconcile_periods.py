@@ -41,6 +41,7 @@ from competitions.periods import Period
 from seasons.models import Game
 
 from .entries import attempts_counted, period_players_rewrite, period_scores
+from .ledger_partitions import played_between
 from .models import EventStatus, TournamentResult
 
 _Drift = tuple[str, str, int | None, int | None]  # key, player, live, ledger
@@ -170,7 +171,7 @@ def _look(tournament: Tournament, period: Period, players: list[str] | None, cou
     """The ledger's values and Redis's (of `players`, or of everyone)."""
     scores, _ = period_scores(tournament=tournament, period=period, player_ids=players)
     scores = {p: s for p, s in scores.items() if s is not None}
-    counted = attempts_counted(tournament, period.index)
+    counted = attempts_counted(tournament, period.index, played=played_between(period.starts_at, period.ends_at))
     entered = TournamentEntrant.objects.filter(tournament=tournament, period=period.index)
     if players is not None:
         counted = {p: n for p, n in counted.items() if p in players}
@@ -210,7 +211,12 @@ class _Fingerprint:
 
 def _fingerprints(tournament: Tournament, period: Period, players: list[str]) -> dict[str, _Fingerprint]:
     results: dict[str, set[tuple[int, str, str, bool]]] = defaultdict(set)
-    rows = TournamentResult.objects.filter(tournament=tournament, period=period.index, player_id__in=players)
+    rows = TournamentResult.objects.filter(
+        tournament=tournament,
+        period=period.index,
+        player_id__in=players,
+        event__played_at__range=played_between(period.starts_at, period.ends_at),
+    )
     for player, event_id, verdict, status, outbox_row in rows.values_list(
         "player_id", "event_id", "verdict", "event__status", "event__unapplied"
     ):

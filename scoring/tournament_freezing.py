@@ -43,16 +43,21 @@ from competitions.standings import TournamentConf, conf_of
 from events.services import events_publish
 from events.types import TOURNAMENT_PERIOD_FINAL
 
+from .ledger_partitions import played_between
 from .models import EventStatus, TournamentResult
 
 logger = logging.getLogger(__name__)
 MAX_FREEZES_PER_RUN = 500  # periods one run freezes (a tournament catching up waits for the next run)
 
 
-def _period_results(tournament: Tournament, index: int) -> dict[str, list[CountedResult]]:
-    """Each player's counted results in the period that are still accepted."""
+def _period_results(tournament: Tournament, period: Period) -> dict[str, list[CountedResult]]:
+    """Each player's counted results in the period that are still accepted (its months only)."""
     rows = TournamentResult.objects.filter(
-        tournament=tournament, period=index, verdict=COUNTED, event__status=EventStatus.ACCEPTED
+        tournament=tournament,
+        period=period.index,
+        verdict=COUNTED,
+        event__status=EventStatus.ACCEPTED,
+        event__played_at__range=played_between(period.starts_at, period.ends_at),
     ).values_list("player_id", "event_id", "event__points", "event__played_at", "event__accepted_at")
     found: dict[str, list[CountedResult]] = defaultdict(list)
     for player_id, event_id, points, played_at, accepted_at in rows.iterator(chunk_size=5000):
@@ -63,7 +68,7 @@ def _period_results(tournament: Tournament, index: int) -> dict[str, list[Counte
 def period_standings(tournament: Tournament, period: Period) -> list[FinalRow]:
     """The period's final standings from the ledger, in display order, ranked by the game's tie
     rule, each with its reward band's reward."""
-    results = _period_results(tournament, period.index)
+    results = _period_results(tournament, period)
     gone = set(
         Player.objects.filter(game_id=tournament.game_id, player_id__in=list(results))
         .filter(Q(hidden=True) | Q(deleted_at__isnull=False))
