@@ -25,7 +25,7 @@ from seasons.models import Game, Season
 from seasons.selectors import seasons_by_id
 
 from .models import EventStatus, ScoreEvent
-from .selectors import ledger_boards
+from .selectors import ledger_boards, player_results
 
 CorrectionPaused = GamePaused
 
@@ -38,7 +38,7 @@ def player_correct(*, game: Game, player_id: str, extra_regions: Iterable[str] =
     with transaction.atomic():
         player_lock(game=game, player_id=player_id)
         events = list(
-            ScoreEvent.objects.filter(game=game, player_id=player_id).values_list(
+            player_results(game=game, player_id=player_id).values_list(
                 "season_id", "day", "region", "status", "unapplied", "id", "extra_boards", "accepted_at"
             )
         )  # "unapplied": the event's outbox row (its id), None once applied

@@ -24,7 +24,8 @@ from seasons.models import Game, Season
 from .corrections import player_correct
 from .entries import tournament_player_correct
 from .league_corrections import league_player_correct
-from .models import ScoreEvent, SeasonTotal
+from .models import SeasonTotal
+from .selectors import player_results
 
 
 def player_update(*, game: Game, player_id: str, display_name: str | None = None, hidden: bool | None = None) -> Player:
@@ -79,7 +80,7 @@ def player_delete(*, game: Game, player_id: str) -> None:
         player_correct(game=game, player_id=player_id)  # removes every entry: the ledger excludes them
         tournament_player_correct(game=game, player_id=player_id, now=timezone.now())
         league_player_correct(game=game, player_id=player_id, now=timezone.now())
-        ScoreEvent.objects.filter(game=game, player_id=player_id).update(player_id=pseudonym)
+        player_results(game=game, player_id=player_id).update(player_id=pseudonym)
         # Derived per-player rows (capacity totals, season regions, friendships) are dropped.
         SeasonTotal.objects.filter(season__game=game, player_id=player_id).delete()
         player_forget(game=game, player_id=player_id, pseudonym=pseudonym, now=timezone.now())
@@ -94,9 +95,11 @@ def player_region_move(*, season: Season, player_id: str, region: str) -> str | 
         old = season_region_set(season=season, player_id=player_id, region=region)
         previous: set[str] = {
             r
-            for r in ScoreEvent.objects.filter(season=season, player_id=player_id).values_list("region", flat=True)
+            for r in player_results(game=season.game, player_id=player_id, seasons=[season]).values_list(
+                "region", flat=True
+            )
             if r
         }
-        ScoreEvent.objects.filter(season=season, player_id=player_id).update(region=region)
+        player_results(game=season.game, player_id=player_id, seasons=[season]).update(region=region)
     player_correct(game=season.game, player_id=player_id, extra_regions=previous - {region})
     return old

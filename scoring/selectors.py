@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.db import connection, transaction
-from django.db.models import Min
+from django.db.models import Min, QuerySet
 
 from boards.codec import EXACT_BITS, ScoreOverflow
 from boards.keys import GLOBAL, BoardRef, board_pattern, is_board_key
@@ -374,6 +374,15 @@ def ledger_boards(
                 board.scores[player] = score
                 board.last_write = max(board.last_write, moment_of(last))
     return boards
+
+
+def player_results(*, game: Game, player_id: str, seasons: list[Season] | None = None) -> QuerySet[ScoreEvent]:
+    """A player's results in the game (or in `seasons`): through the (season, player) index of each
+    month the seasons span, never a scan of the game's rows."""
+    chosen = seasons_of(game=game) if seasons is None else seasons
+    return ScoreEvent.objects.filter(
+        season_id__in=[s.id for s in chosen], player_id=player_id, played_at__range=played_window(chosen)
+    )
 
 
 def unapplied_ids(*, game: Game) -> list[int]:
