@@ -1,0 +1,138 @@
+-- Apply accepted results to many boards of one game, each board with its own results, at most once
+-- per result and board: apply_events.lua with one board (a sum or a best) per segment, for the
+-- competition boards a batch touches (a league's opening rush puts nearly every result of a batch
+-- in its own cohort board: one call here instead of one call a board). One Redis only: the boards
+-- of one call lie in many hash tags (boards/writer.py makes per-board calls on a cluster).
+-- Needs ranking_lib.lua joined in front (fmt, the dense rule's companion_add, _drop).
+--
+-- KEYS[1]        pause flag of the game (set while a rebuild swaps keys in)
+-- KEYS[2]        the game's hidden players (a set): their results touch no board
+-- KEYS[3 ..]     the boards, their distinct-points companions (dense only), their versions and the
+--                dedup hashes, each referenced by index from ARGV
+-- ARGV[1]        dedup TTL seconds
+-- then per board, 8 values: board key index, companion key index (0: not dense), version key
+--                index, span = 2^time_bits, max_points (exact capacity), best (0: sum, 1: best),
+--                the board's TTL seconds (0: none), n = its results
+--                and 7 values per result, as apply_events.lua: event id, dedup key index, dedup
+--                field, player id, points, reached second (from the board's start), dedup tag
+-- Returns {"paused"} when the game is paused (nothing written), else
+--         {"ok", results applied to board 1, to board 2, ...} (a board whose results were all
+--         skipped or refused for overflow counts 0).
+--
+-- The score rules (sums order-independent, the reached second, best only ever raised, overflow
+-- refused before any write) are apply_events.lua's, for S + B = 1.
+
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {'paused'}
+end
+
+local hidden = KEYS[2]
+local dedup_ttl = tonumber(ARGV[1])
+local touched_dedup = {}
+local now = nil
+local reply = {'ok'}
+
+-- A board's version goes up with every change; a new version key starts at the server's clock in
+-- microseconds (apply_events.lua's rule).
+local function bump_version(key, ttl)
+  if now == nil then now = redis.call('TIME') end
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('SET', key, fmt(tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  end
+  redis.call('INCR', key)
+  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
+end
+
+local i = 2
+while i <= #ARGV do
+  local board = KEYS[tonumber(ARGV[i])]
+  local companion_index = tonumber(ARGV[i + 1])
+  local companion = nil
+  if companion_index > 0 then companion = KEYS[companion_index] end
+  local version = KEYS[tonumber(ARGV[i + 2])]
+  local span = tonumber(ARGV[i + 3])
+  local max_points = tonumber(ARGV[i + 4])
+  local best = ARGV[i + 5] == '1'
+  local ttl = tonumber(ARGV[i + 6])
+  local n = tonumber(ARGV[i + 7])
+  i = i + 8
+  local applied = 0
+  for j = i, i + 7 * (n - 1), 7 do
+    local dedup_key = KEYS[tonumber(ARGV[j + 1])]
+    local field = ARGV[j + 2]
+    local player = ARGV[j + 3]
+    local pts = tonumber(ARGV[j + 4])
+    local t = tonumber(ARGV[j + 5])
+    local tag = ARGV[j + 6]
+    if redis.call('HGET', dedup_key, field) == tag then
+      -- skipped: applied before
+    elseif redis.call('SISMEMBER', hidden, player) == 1 then
+      -- A hidden player's result is in the ledger; it reaches the board if they are shown again.
+      redis.call('HSET', dedup_key, field, tag)
+      touched_dedup[dedup_key] = true
+      applied = applied + 1
+    else
+      -- Every check before the first write: the new score, the result refused on overflow.
+      local old = redis.call('ZSCORE', board, player)
+      local old_points = nil
+      local new
+      local ok = pts <= max_points
+      if best then
+        new = pts * span + (span - 1 - t)
+        if old then
+          local oldv = tonumber(old)
+          old_points = math.floor(oldv / span)
+          if new <= oldv then new = nil end
+        end
+      elseif not old then
+        new = pts * span + (span - 1 - t)
+      else
+        local oldv = tonumber(old)
+        local op = math.floor(oldv / span)
+        local ot = (span - 1) - (oldv - op * span)
+        old_points = op
+        local np = op + pts
+        local nt
+        if pts > 0 then
+          if op == 0 then nt = t else nt = math.max(ot, t) end
+        elseif op == 0 then
+          nt = math.min(ot, t)
+        else
+          nt = ot
+        end
+        ok = np <= max_points
+        new = np * span + (span - 1 - nt)
+      end
+      if ok then
+        redis.call('HSET', dedup_key, field, tag)
+        touched_dedup[dedup_key] = true
+        if new then
+          redis.call('ZADD', board, fmt(new), player)
+          if companion then
+            local new_points = math.floor(new / span)
+            companion_add(companion, new_points)
+            if old_points ~= nil and old_points ~= new_points then
+              companion_drop(board, companion, span, old_points)
+            end
+          end
+        end
+        applied = applied + 1
+      end
+    end
+  end
+  i = i + 7 * n
+  if applied > 0 then
+    bump_version(version, ttl)
+    if ttl > 0 then
+      redis.call('EXPIRE', board, ttl)
+      if companion then redis.call('EXPIRE', companion, ttl) end
+    end
+  end
+  reply[#reply + 1] = applied
+end
+
+for key, _ in pairs(touched_dedup) do
+  redis.call('EXPIRE', key, dedup_ttl)
+end
+
+return reply
