@@ -17,6 +17,7 @@ from competitions.league_assign import Seat, members_record, seats_decide, seats
 from competitions.league_boards import cohort_boards_of_period
 from competitions.league_models import League
 from competitions.league_periods import league_period, league_period_holding
+from competitions.periods import Period
 
 from .league_models import LeagueResult
 
@@ -26,14 +27,31 @@ def leagues_of(*, game_id: int) -> list[League]:
     return list(League.objects.filter(game_id=game_id).select_related("game"))
 
 
+PeriodsFound = dict[int, Period]  # league pk -> the period last found for it (`seats_of_results`)
+
+
 def seats_of_results(
-    *, leagues: list[League], results: Iterable[tuple[str, bool]], played_at: datetime, now: datetime
+    *,
+    leagues: list[League],
+    results: Iterable[tuple[str, bool]],
+    played_at: datetime,
+    now: datetime,
+    found: PeriodsFound | None = None,
 ) -> list[list[Seat]]:
     """One list of seats per result (player id, accepted): one per league with an open period (its
-    grace not over) holding `played_at`, for accepted results only."""
+    grace not over) holding `played_at`, for accepted results only. `found`: the period last found
+    for each league (by pk), kept by a caller that asks for many matches: a league's periods do
+    not overlap, so one that holds `played_at` is the one (working it out from the schedule was
+    a fifth of a batch's league CPU on the web)."""
     periods = []
     for league in leagues:
-        period = league_period_holding(league, played_at) if league.created_at <= now else None
+        if league.created_at > now:
+            continue
+        period = found.get(league.pk) if found is not None else None
+        if period is None or not period.contains(played_at):
+            period = league_period_holding(league, played_at)
+            if found is not None and period is not None:
+                found[league.pk] = period
         if period is not None and period.closes_at > now:
             periods.append((league, period))
     return [
