@@ -33,14 +33,20 @@ local now = nil
 local reply = {'ok'}
 
 -- A board's version goes up with every change; a new version key starts at the server's clock in
--- microseconds (apply_events.lua's rule).
+-- microseconds, plus one (apply_events.lua's rule, in two calls: a league's opening rush makes a
+-- new board, and so a new version, for nearly every result).
 local function bump_version(key, ttl)
-  if now == nil then now = redis.call('TIME') end
-  if redis.call('EXISTS', key) == 0 then
-    redis.call('SET', key, fmt(tonumber(now[1]) * 1000000 + tonumber(now[2])))
+  if redis.call('INCR', key) == 1 then  -- it was not there (a version is never 0)
+    if now == nil then now = redis.call('TIME') end
+    local first = fmt(tonumber(now[1]) * 1000000 + tonumber(now[2]) + 1)
+    if ttl > 0 then
+      redis.call('SET', key, first, 'EX', ttl)
+    else
+      redis.call('SET', key, first)
+    end
+  elseif ttl > 0 then
+    redis.call('EXPIRE', key, ttl)
   end
-  redis.call('INCR', key)
-  if ttl > 0 then redis.call('EXPIRE', key, ttl) end
 end
 
 local i = 2
