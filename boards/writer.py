@@ -271,16 +271,19 @@ def _boards_calls(
 
 
 class _BoardsCallBuilder:
-    """One `_BoardsCall` in the making: its keys, each listed once, and its values."""
+    """One `_BoardsCall` in the making: its keys, each listed once (a board with its companion and
+    version after it), the boards' kinds (what the codec and the board's rules make of a result),
+    and the values."""
 
     def __init__(self, game: str, *, dedup_ttl_s: int, prefix: str) -> None:
         self.script_keys: list[str] = [keys.pause_key(game), keys.hidden_key(game)]
-        self.args: list[Any] = [dedup_ttl_s]
         self.segments: list[tuple[str, list[EventRow]]] = []
         self.events = 0
+        self._dedup_ttl_s = dedup_ttl_s
+        self._values: list[Any] = []
         self._index: dict[str, int] = {}
         self._prefix = prefix
-        self._codecs: dict[tuple[int, datetime], tuple[ScoreCodec, int]] = {}
+        self._kinds: dict[tuple[int, datetime, bool, bool, int], tuple[int, ScoreCodec, int]] = {}
 
     def _key(self, key: str) -> int:
         index = self._index.get(key)
@@ -289,31 +292,34 @@ class _BoardsCallBuilder:
             index = self._index[key] = len(self.script_keys)
         return index
 
+    def _board(self, board: CompetitionBoard) -> int:
+        """The board's key index; its companion and version follow it in KEYS."""
+        index = self._index.get(board.key)
+        if index is None:
+            index = self._key(board.key)
+            if board.dense:
+                self.script_keys.append(keys.distinct_key(board.key))
+            self.script_keys.append(keys.version_key(board.key))
+        return index
+
     def add(self, board: CompetitionBoard, rows: list[EventRow]) -> None:
-        found = self._codecs.get((board.time_bits, board.starts_at))
+        shape = (board.time_bits, board.starts_at, board.best, board.dense, board.ttl_s)
+        found = self._kinds.get(shape)
         if found is None:
-            found = self._codecs[(board.time_bits, board.starts_at)] = (
+            found = self._kinds[shape] = (
+                len(self._kinds) + 1,
                 ScoreCodec(board.time_bits),
                 keys.epoch_micros(board.starts_at),
             )
-        codec, start_us = found
+        kind, codec, start_us = found
         max_reached = codec.max_reached_s
-        args = self.args
-        args += [
-            self._key(board.key),
-            self._key(keys.distinct_key(board.key)) if board.dense else 0,
-            self._key(keys.version_key(board.key)),
-            codec.time_span,
-            codec.max_points,
-            int(board.best),
-            board.ttl_s,
-            len(rows),
-        ]
+        values = self._values
+        values += [self._board(board), kind, len(rows)]
         for e in rows:
             dkey, dfield = keys.dedup_location(e.id, board.tag, self._prefix)
             micros = keys.epoch_micros(e.accepted_at)
             reached = min(reached_seconds(season_start_us=start_us, accepted_us=micros), max_reached)
-            args += [
+            values += [
                 e.id,
                 self._key(dkey),
                 dfield,
@@ -326,7 +332,10 @@ class _BoardsCallBuilder:
         self.events += len(rows)
 
     def call(self) -> _BoardsCall:
-        return _BoardsCall(self.segments, self.script_keys, self.args)
+        args: list[Any] = [self._dedup_ttl_s, len(self._kinds)]
+        for (_, _, best, dense, ttl_s), (_, codec, _) in self._kinds.items():  # in kind order
+            args += [codec.time_span, codec.max_points, int(best), int(dense), ttl_s]
+        return _BoardsCall(self.segments, self.script_keys, args + self._values)
 
 
 def _boards_replies(calls: list[_BoardsCall], replies: list[Any], report: ApplyReport) -> set[str]:

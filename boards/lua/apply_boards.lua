@@ -7,12 +7,13 @@
 --
 -- KEYS[1]        pause flag of the game (set while a rebuild swaps keys in)
 -- KEYS[2]        the game's hidden players (a set): their results touch no board
--- KEYS[3 ..]     the boards, their distinct-points companions (dense only), their versions and the
---                dedup hashes, each referenced by index from ARGV
+-- KEYS[3 ..]     each board, then its distinct-points companion (dense boards only), then its
+--                version; and the dedup hashes. Referenced by index from ARGV
 -- ARGV[1]        dedup TTL seconds
--- then per board, 8 values: board key index, companion key index (0: not dense), version key
---                index, span = 2^time_bits, max_points (exact capacity), best (0: sum, 1: best),
---                the board's TTL seconds (0: none), n = its results
+-- ARGV[2]        P, the boards' kinds; then 5 values per kind: span = 2^time_bits, max_points
+--                (exact capacity), best (0: sum, 1: best), dense (1: the board has a companion),
+--                the boards' TTL seconds (0: none)
+-- then per board, 3 values: its key's index, its kind (1 .. P), n = its results
 --                and 7 values per result, as apply_events.lua: event id, dedup key index, dedup
 --                field, player id, points, reached second (from the board's start), dedup tag
 -- Returns {"paused"} when the game is paused (nothing written), else
@@ -49,19 +50,27 @@ local function bump_version(key, ttl)
   end
 end
 
-local i = 2
+local kinds = {}
+local n_kinds = tonumber(ARGV[2])
+for k = 1, n_kinds do
+  local a = 3 + (k - 1) * 5
+  kinds[k] = {tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2] == '1', ARGV[a + 3] == '1', tonumber(ARGV[a + 4])}
+end
+
+local i = 3 + 5 * n_kinds
 while i <= #ARGV do
-  local board = KEYS[tonumber(ARGV[i])]
-  local companion_index = tonumber(ARGV[i + 1])
+  local board_index = tonumber(ARGV[i])
+  local kind = kinds[tonumber(ARGV[i + 1])]
+  local n = tonumber(ARGV[i + 2])
+  i = i + 3
+  local span, max_points, best, dense, ttl = kind[1], kind[2], kind[3], kind[4], kind[5]
+  local board = KEYS[board_index]
   local companion = nil
-  if companion_index > 0 then companion = KEYS[companion_index] end
-  local version = KEYS[tonumber(ARGV[i + 2])]
-  local span = tonumber(ARGV[i + 3])
-  local max_points = tonumber(ARGV[i + 4])
-  local best = ARGV[i + 5] == '1'
-  local ttl = tonumber(ARGV[i + 6])
-  local n = tonumber(ARGV[i + 7])
-  i = i + 8
+  local version = KEYS[board_index + 1]
+  if dense then
+    companion = KEYS[board_index + 1]
+    version = KEYS[board_index + 2]
+  end
   local applied = 0
   for j = i, i + 7 * (n - 1), 7 do
     local dedup_key = KEYS[tonumber(ARGV[j + 1])]
