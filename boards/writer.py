@@ -4,6 +4,10 @@
   the boards they land on (season, region, day, dimensions); each group is one EVALSHA of
   `lua/apply_events.lua`, every group of a batch pipelined in one round trip. The script skips
   events whose dedup marker exists, so a redelivered task or a re-run script counts nothing twice.
+  The competition boards (tournament periods, league cohorts) given with the events go in the same
+  round trip: on one Redis many boards a call (`lua/apply_boards.lua`: a league's opening rush
+  puts nearly every result of a batch on its own cohort board), on a cluster one board a call (a
+  call's keys share a slot; each board has its own hash tag).
 - `player_scores_write`: a correction. One player's scores, re-derived by the caller, written as
   absolute values (`lua/correct_player.lua`) together with the dedup markers of the results those
   values include, so a queued apply of one of them cannot count it again.
@@ -38,6 +42,7 @@ from .slots import hidden_slots_change
 from .slots import hidden_slots_fill as slots_fill
 
 APPLY_SCRIPT = lua_path(__file__, "ranking_lib.lua", "apply_events.lua")
+BOARDS_SCRIPT = lua_path(__file__, "ranking_lib.lua", "apply_boards.lua")
 CORRECT_SCRIPT = lua_path(__file__, "ranking_lib.lua", "correct_player.lua")
 
 
@@ -152,14 +157,21 @@ def events_apply(
     script = lua_script(APPLY_SCRIPT)
     cluster = isinstance(redis, RedisCluster)
     calls, slots = _script_calls(groups, meta, dedup_ttl_s=dedup_ttl_s, chunk=chunk, cluster=cluster)
-    extra = _competition_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
     whole: dict[str, set[str]] = defaultdict(set)  # a competition board holds every player in its slot
-    for board in competitions or {}:
-        if cluster:
+    if cluster:
+        # One slot a call: each competition board's results in calls of their own.
+        extra = _competition_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+        for board in competitions or {}:
             whole[board.game].add(board.tag)
-    replies = _script_calls_run(redis, script, calls + extra, slots, whole, timed=len(calls))
-    changed = _replies_count(calls, replies[: len(calls)], report)
-    changed |= _competition_replies(extra, replies[len(calls) :], report)
+        replies = _script_calls_run(redis, script, calls + extra, slots, whole, timed=len(calls))
+        changed = _replies_count(calls, replies[: len(calls)], report)
+        changed |= _competition_replies(extra, replies[len(calls) :], report)
+    else:
+        # One Redis: many competition boards a call (a league's opening rush: a cohort per result).
+        batched = _boards_calls(competitions or {}, dedup_ttl_s=dedup_ttl_s, chunk=chunk)
+        replies = _script_calls_run(redis, script, calls, slots, whole, timed=len(calls), batched=batched)
+        changed = _replies_count(calls, replies[: len(calls)], report)
+        changed |= _boards_replies(batched, replies[len(calls) :], report)
     boards_touched(changed)
     return report
 
@@ -217,6 +229,127 @@ def _competition_replies(calls: "list[_ScriptCall]", replies: list[Any], report:
             paused.update(e.id for e in part)
         elif int(reply[1]):
             changed.update(board_keys)
+    if paused:
+        report.on_boards = [event_id for event_id in report.on_boards if event_id not in paused]
+        report.paused += len(paused)
+    return changed
+
+
+class _BoardsCall(NamedTuple):
+    """One EVALSHA of `lua/apply_boards.lua`: many competition boards of one game, each with its
+    results (a segment), on one Redis."""
+
+    segments: list[tuple[str, list[EventRow]]]  # (board key, its results), in the script's order
+    script_keys: list[str]
+    args: list[Any]
+
+
+def _boards_calls(
+    competitions: Mapping[CompetitionBoard, list[EventRow]], *, dedup_ttl_s: int, chunk: int
+) -> list[_BoardsCall]:
+    """The competition boards' results in calls of `lua/apply_boards.lua` (its header has KEYS and
+    ARGV), one game a call, about `chunk` results a call: what `_competition_calls` sends one board
+    a call, with the same keys (the dedup markers in each board's slot) and values. One Redis only."""
+    by_game: dict[str, list[tuple[CompetitionBoard, list[EventRow]]]] = defaultdict(list)
+    for board, rows in competitions.items():
+        if rows:
+            by_game[board.game].append((board, rows))
+    calls: list[_BoardsCall] = []
+    prefix = keys.deployment_prefix()
+    for game, boards in by_game.items():
+        builder = _BoardsCallBuilder(game, dedup_ttl_s=dedup_ttl_s, prefix=prefix)
+        for board, rows in boards:
+            for start in range(0, len(rows), chunk):
+                part = rows[start : start + chunk]
+                if builder.events and builder.events + len(part) > chunk:
+                    calls.append(builder.call())
+                    builder = _BoardsCallBuilder(game, dedup_ttl_s=dedup_ttl_s, prefix=prefix)
+                builder.add(board, part)
+        if builder.events:
+            calls.append(builder.call())
+    return calls
+
+
+class _BoardsCallBuilder:
+    """One `_BoardsCall` in the making: its keys, each listed once (a board with its companion and
+    version after it), the boards' kinds (what the codec and the board's rules make of a result),
+    and the values."""
+
+    def __init__(self, game: str, *, dedup_ttl_s: int, prefix: str) -> None:
+        self.script_keys: list[str] = [keys.pause_key(game), keys.hidden_key(game)]
+        self.segments: list[tuple[str, list[EventRow]]] = []
+        self.events = 0
+        self._dedup_ttl_s = dedup_ttl_s
+        self._values: list[Any] = []
+        self._index: dict[str, int] = {}
+        self._prefix = prefix
+        self._kinds: dict[tuple[int, datetime, bool, bool, int], tuple[int, ScoreCodec, int]] = {}
+
+    def _key(self, key: str) -> int:
+        index = self._index.get(key)
+        if index is None:
+            self.script_keys.append(key)
+            index = self._index[key] = len(self.script_keys)
+        return index
+
+    def _board(self, board: CompetitionBoard) -> int:
+        """The board's key index; its companion and version follow it in KEYS."""
+        index = self._index.get(board.key)
+        if index is None:
+            index = self._key(board.key)
+            if board.dense:
+                self.script_keys.append(keys.distinct_key(board.key))
+            self.script_keys.append(keys.version_key(board.key))
+        return index
+
+    def add(self, board: CompetitionBoard, rows: list[EventRow]) -> None:
+        shape = (board.time_bits, board.starts_at, board.best, board.dense, board.ttl_s)
+        found = self._kinds.get(shape)
+        if found is None:
+            found = self._kinds[shape] = (
+                len(self._kinds) + 1,
+                ScoreCodec(board.time_bits),
+                keys.epoch_micros(board.starts_at),
+            )
+        kind, codec, start_us = found
+        max_reached = codec.max_reached_s
+        values = self._values
+        values += [self._board(board), kind, len(rows)]
+        for e in rows:
+            dkey, dfield = keys.dedup_location(e.id, board.tag, self._prefix)
+            micros = keys.epoch_micros(e.accepted_at)
+            reached = min(reached_seconds(season_start_us=start_us, accepted_us=micros), max_reached)
+            values += [
+                e.id,
+                self._key(dkey),
+                dfield,
+                e.player_id,
+                codec.stored_points(e.points, ascending=board.ascending),
+                reached,
+                keys.dedup_tag_micros(e.id, micros),
+            ]
+        self.segments.append((board.key, rows))
+        self.events += len(rows)
+
+    def call(self) -> _BoardsCall:
+        args: list[Any] = [self._dedup_ttl_s, len(self._kinds)]
+        for (_, _, best, dense, ttl_s), (_, codec, _) in self._kinds.items():  # in kind order
+            args += [codec.time_span, codec.max_points, int(best), int(dense), ttl_s]
+        return _BoardsCall(self.segments, self.script_keys, args + self._values)
+
+
+def _boards_replies(calls: list[_BoardsCall], replies: list[Any], report: ApplyReport) -> set[str]:
+    """`_competition_replies` for the batched calls: the boards that changed; a paused call's
+    results taken off `report.on_boards`."""
+    changed: set[str] = set()
+    paused: set[int] = set()
+    for call, reply in zip(calls, replies, strict=True):
+        if reply[0] == "paused":
+            paused.update(e.id for _, rows in call.segments for e in rows)
+            continue
+        for (board_key, _), applied in zip(call.segments, reply[1:], strict=True):
+            if int(applied):
+                changed.add(board_key)
     if paused:
         report.on_boards = [event_id for event_id in report.on_boards if event_id not in paused]
         report.paused += len(paused)
@@ -353,12 +486,16 @@ def _script_calls_run(
     whole: dict[str, set[str]],
     *,
     timed: int,
+    batched: list[_BoardsCall] | None = None,
 ) -> list[Any]:
     """The calls' replies, in order: on one Redis every call in one pipeline (one round trip); on a
     cluster each node's calls pipelined (scatter.py), after the pause flag and hidden set are
     copied into the slots written (`whole`: a competition board's, which holds every player). The
-    first `timed` calls (the season boards') are timed per shard."""
+    first `timed` calls (the season boards') are timed per shard. `batched` (one Redis only): calls of
+    `lua/apply_boards.lua`, pipelined after `calls`, their replies after theirs."""
     if isinstance(redis, RedisCluster):
+        if batched:
+            raise ValueError("a batched boards call spans many slots: not on a cluster")
         for game_slug in set(slots) | set(whole):
             slots_fill(game=game_slug, slots=slots.get(game_slug, ()), whole=whole.get(game_slug, ()))
         return scatter(
@@ -374,6 +511,10 @@ def _script_calls_run(
     pipe = redis.pipeline(transaction=False)
     for call in calls:
         script(keys=call.script_keys, args=call.args, client=pipe)
+    if batched:
+        boards_script = lua_script(BOARDS_SCRIPT)
+        for batch in batched:
+            boards_script(keys=batch.script_keys, args=batch.args, client=pipe)
     replies: list[Any] = pipe.execute()
     return replies
 

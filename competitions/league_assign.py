@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Max
 from redis.cluster import RedisCluster
 
-from common.db import insert_rows
+from common.db import insert_rows, rows_by_keys
 from common.redis import boards_client, lua_path, lua_script
 
 from . import league_keys as keys
@@ -76,14 +77,27 @@ def last_final_index(league: League) -> int:
 def divisions_of(*, league: League, index: int, player_ids: Iterable[str]) -> dict[str, int | None]:
     """Each player's division for period `index` (None: not known until an earlier period ends)."""
     players = sorted(set(player_ids))
-    rows = LeaguePlayer.objects.filter(league=league, player_id__in=players).values_list("player_id", "division")
+    # By one comma-joined parameter, not `player_id__in`: psycopg splits a query of 500 placeholders
+    # anew at each execution (too long for its cache), a fifth of a batch's league CPU on the web.
+    rows = rows_by_keys(
+        LeaguePlayer._meta.db_table,
+        ["player_id", "division"],
+        equal={"league_id": league.pk},
+        key="player_id",
+        key_type="text",
+        keys=players,
+    )
     known: dict[str, int | None] = dict.fromkeys(players, 0)
     known.update(rows)
     final = last_final_index(league) if index > 1 else 0
     if index - 1 > final:  # earlier periods whose end is not done: their players wait for it
-        unsettled = LeagueMember.objects.filter(
-            league=league, period__gt=final, period__lt=index, player_id__in=players
-        ).values_list("player_id", flat=True)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT DISTINCT player_id FROM {LeagueMember._meta.db_table} WHERE league_id = %s "
+                "AND period > %s AND period < %s AND player_id = ANY(string_to_array(%s, ','))",
+                [league.pk, final, index, ",".join(players)],
+            )
+            unsettled = [row[0] for row in cursor.fetchall()]
         for player_id in unsettled:
             known[player_id] = None
         if league.demote_idle:

@@ -11,12 +11,15 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from django.db import connection
+
 from boards.writer import CompetitionBoard, EventRow
 from common.db import copy_rows
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
 from competitions.league_boards import cohort_boards_of_period
 from competitions.league_models import League
 from competitions.league_periods import league_period, league_period_holding
+from competitions.periods import Period
 
 from .league_models import LeagueResult
 
@@ -26,14 +29,31 @@ def leagues_of(*, game_id: int) -> list[League]:
     return list(League.objects.filter(game_id=game_id).select_related("game"))
 
 
+PeriodsFound = dict[int, Period]  # league pk -> the period last found for it (`seats_of_results`)
+
+
 def seats_of_results(
-    *, leagues: list[League], results: Iterable[tuple[str, bool]], played_at: datetime, now: datetime
+    *,
+    leagues: list[League],
+    results: Iterable[tuple[str, bool]],
+    played_at: datetime,
+    now: datetime,
+    found: PeriodsFound | None = None,
 ) -> list[list[Seat]]:
     """One list of seats per result (player id, accepted): one per league with an open period (its
-    grace not over) holding `played_at`, for accepted results only."""
+    grace not over) holding `played_at`, for accepted results only. `found`: the period last found
+    for each league (by pk), kept by a caller that asks for many matches: a league's periods do
+    not overlap, so one that holds `played_at` is the one (working it out from the schedule was
+    a fifth of a batch's league CPU on the web)."""
     periods = []
     for league in leagues:
-        period = league_period_holding(league, played_at) if league.created_at <= now else None
+        if league.created_at > now:
+            continue
+        period = found.get(league.pk) if found is not None else None
+        if period is None or not period.contains(played_at):
+            period = league_period_holding(league, played_at)
+            if found is not None and period is not None:
+                found[league.pk] = period
         if period is not None and period.closes_at > now:
             periods.append((league, period))
     return [
@@ -75,9 +95,15 @@ def league_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventR
     if not rows:
         return {}
     by_id = {row.id: row for row in rows}
-    found = LeagueResult.objects.filter(event_id__in=list(by_id), number__isnull=False).values_list(
-        "league_id", "period", "division", "number", "event_id"
-    )
+    # The ids as one comma-joined parameter: psycopg splits a query of 2,000 placeholders anew at
+    # each execution (too long for its cache).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT league_id, period, division, number, event_id FROM {LeagueResult._meta.db_table} "
+            "WHERE event_id = ANY(string_to_array(%s, ',')::bigint[]) AND number IS NOT NULL",
+            [",".join(map(str, by_id))],
+        )
+        found = cursor.fetchall()
     grouped: dict[tuple[int, int, int, int], list[EventRow]] = defaultdict(list)
     for league_id, index, division, number, event_id in found:
         grouped[(league_id, index, division or 0, number or 0)].append(by_id[event_id])

@@ -42,6 +42,7 @@ from seasons.selectors import season_containing, seasons_of
 from .apply_buffer import ApplyBuffer
 from .entries import entries_decide_all, entries_give_back, entries_of_results, entries_record
 from .league_entries import (
+    PeriodsFound,
     Seat,
     league_results_record,
     league_seats_decide,
@@ -419,11 +420,12 @@ def _league_seats(*, game: Game, pending: list[_Pending], now: datetime) -> None
     if not leagues:
         return
     seats: list[Seat] = []
+    found: PeriodsFound = {}
     for p in pending:
         results = (
             (r.player_id, v.status == EventStatus.ACCEPTED) for r, v in zip(p.match.results, p.verdicts, strict=True)
         )
-        p.seats = seats_of_results(leagues=leagues, results=results, played_at=p.match.played_at, now=now)
+        p.seats = seats_of_results(leagues=leagues, results=results, played_at=p.match.played_at, now=now, found=found)
         seats += [s for per_result in p.seats for s in per_result]
     league_seats_decide(seats=seats)
 

@@ -12,12 +12,16 @@
 --          the database, then calls again); else one "D:N:F" per pair, in order: the player's
 --          cohort, F 1 when this call seated them (2: as the cohort's first member), 0 when they
 --          had a seat (in whatever division).
--- Nothing is checked after a write: a seat is one HINCRBY per counter and one HSET.
+-- Nothing is checked after a write: a seat is one HINCRBY of its cohort's counter and one HSET
+-- (each division's open cohort read once a call, its players counted once at the end).
 
 if redis.call('HEXISTS', KEYS[2], '') == 0 then
   return 'load'
 end
 local size = tonumber(ARGV[1])
+-- What this call learnt of each division (nothing else writes while it runs): its open cohort and
+-- that cohort's size, that it has no free seat below (no call here adds one), the players it seated.
+local open_of, size_of, no_hole, seated = {}, {}, {}, {}
 local out = {}
 for i = 3, #ARGV, 2 do
   local player, division = ARGV[i], ARGV[i + 1]
@@ -25,25 +29,42 @@ for i = 3, #ARGV, 2 do
   if seat then
     out[#out + 1] = seat .. ':0'
   else
-    local low = tonumber(division) * 4294967296
-    local hole = redis.call('ZRANGEBYSCORE', KEYS[3], low, low + 4294967295, 'LIMIT', 0, 1)[1]
+    local hole = nil
+    if not no_hole[division] then
+      local low = tonumber(division) * 4294967296
+      hole = redis.call('ZRANGEBYSCORE', KEYS[3], low, low + 4294967295, 'LIMIT', 0, 1)[1]
+      if not hole then no_hole[division] = true end
+    end
     if hole then
       seat = hole
     else
-      local open = redis.call('HGET', KEYS[2], 'o:' .. division)
-      if not open or tonumber(redis.call('HGET', KEYS[2], 'c:' .. division .. ':' .. open) or '0') >= size then
+      local open = open_of[division]
+      if open == nil then
+        open = redis.call('HGET', KEYS[2], 'o:' .. division)
+        if open then
+          size_of[division] = tonumber(redis.call('HGET', KEYS[2], 'c:' .. division .. ':' .. open) or '0')
+        end
+      end
+      if not open or size_of[division] >= size then
         open = redis.call('HINCRBY', KEYS[2], 'o:' .. division, 1)
       end
+      open_of[division] = tostring(open)
       seat = division .. ':' .. open
     end
     local taken = redis.call('HINCRBY', KEYS[2], 'c:' .. seat, 1)
+    if open_of[division] and seat == division .. ':' .. open_of[division] then
+      size_of[division] = taken
+    end
     if hole and taken >= size then
       redis.call('ZREM', KEYS[3], hole)
     end
-    redis.call('HINCRBY', KEYS[2], 'p:' .. division, 1)
+    seated[division] = (seated[division] or 0) + 1
     redis.call('HSET', KEYS[1], player, seat)
     out[#out + 1] = seat .. (taken == 1 and ':2' or ':1')
   end
+end
+for division, n in pairs(seated) do
+  redis.call('HINCRBY', KEYS[2], 'p:' .. division, n)
 end
 for k = 1, 3 do
   redis.call('EXPIREAT', KEYS[k], ARGV[2])
