@@ -270,6 +270,7 @@ def submit(port: int, key_id: str, secret: str, request_id: str) -> int:
         return response.status
 
 
+@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(90)
 def test_make_run_on_a_terminal_prints_text_lines_then_the_banner_last_and_make_urls_again(tmp_path):
