@@ -54,6 +54,9 @@ def formatted(formatter: logging.Formatter, message: str, *, level: int = loggin
     return stream.getvalue().rstrip("\n")
 
 
+# Serial: outside supervisord the process is named after sys.argv[0], `pytest` only in pytest's own
+# process (an xdist worker's argv[0] is `-c`).
+@pytest.mark.serial
 def test_a_text_line_has_the_time_level_process_logger_message_and_request_id(monkeypatch):
     monkeypatch.setenv("SUPERVISOR_PROCESS_NAME", "web-0")  # supervisord sets it for each process
     line = formatted(logs.TextFormatter(), "write demo: 1 matches", ids=("5f0c9e1b",))
