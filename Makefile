@@ -49,9 +49,9 @@ run-ha: venv ## make run on failover stores: pg_auto_failover (monitor, primary,
 ha-stop: ## stop make run-ha's PostgreSQL formation, Redis primary, replica and sentinels (data stays in var/)
 	bash scripts/ha.sh stop
 
-test: venv services ## run the test suite (extra args: PYTEST_ARGS=...); installs chromium if missing
+test: venv services ## run the test suite: 2 workers, then the serial tests (extra args: PYTEST_ARGS=...); installs chromium if missing
 	bash scripts/browser.sh
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	bash scripts/test.sh $(PYTEST_ARGS)
 
 bench: venv services ## run the benchmarks
 	bash scripts/bench.sh

@@ -20,7 +20,7 @@ from boards.testing import record
 from seasons.services import season_end
 from seasons.testing import make_game
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 HEADERS = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
 application = URLRouter(websocket_urlpatterns)  # the boards' routes, as leaderboard_site/asgi.py mounts them

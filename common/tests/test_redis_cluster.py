@@ -124,6 +124,7 @@ def _until(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
+@pytest.mark.serial
 @pytest.mark.timeout(90)  # in the normal run; a stuck failover fails here, not after 300 s
 def test_a_killed_master_fails_over_and_the_writes_go_on(
     redis_cluster_factory: Callable[..., LocalCluster], connect: Connect

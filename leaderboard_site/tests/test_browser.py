@@ -22,6 +22,7 @@ from scoring.testing import make_game, make_key
 CHROMIUM = shutil.which("chromium")
 ARTIFACTS = Path(settings.BASE_DIR) / "var" / "test-artifacts"
 pytestmark = [
+    pytest.mark.serial,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
     pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"),

@@ -19,6 +19,7 @@ from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from .test_browser import submit as submit_match
 
 pytestmark = [
+    pytest.mark.serial,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
     pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)"),

@@ -12,7 +12,7 @@ from common.testing import free_port, start_web, stop
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from seasons.services import pointer_rollback, season_end
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 
 def get(url: str) -> dict:

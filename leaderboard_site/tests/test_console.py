@@ -54,6 +54,9 @@ def formatted(formatter: logging.Formatter, message: str, *, level: int = loggin
     return stream.getvalue().rstrip("\n")
 
 
+# Serial: outside supervisord the process is named after sys.argv[0], `pytest` only in pytest's own
+# process (an xdist worker's argv[0] is `-c`).
+@pytest.mark.serial
 def test_a_text_line_has_the_time_level_process_logger_message_and_request_id(monkeypatch):
     monkeypatch.setenv("SUPERVISOR_PROCESS_NAME", "web-0")  # supervisord sets it for each process
     line = formatted(logs.TextFormatter(), "write demo: 1 matches", ids=("5f0c9e1b",))
@@ -270,6 +273,7 @@ def submit(port: int, key_id: str, secret: str, request_id: str) -> int:
         return response.status
 
 
+@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(90)
 def test_make_run_on_a_terminal_prints_text_lines_then_the_banner_last_and_make_urls_again(tmp_path):

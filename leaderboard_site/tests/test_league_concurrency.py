@@ -32,7 +32,7 @@ from scoring.models import LeagueResult
 from scoring.selectors import boards_diff
 from scoring.testing import cohort_boards_read, cohort_ledger, make_game, make_key
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(150)]
 
 PLAYERS = 10_000
 PER_MATCH = 10

@@ -24,7 +24,7 @@ from common.formats import iso
 from common.signing import signed_headers
 from scoring.testing import make_game, make_key
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 CLIENTS = 60
 CHANGE_EVERY_S = 0.35

@@ -35,7 +35,7 @@ from scoring.testing import unapplied as outbox_unapplied
 
 from .outage_tools import Answer, Load, PrivatePostgres, PrivateRedis, get_json, manage, percentile, wait_until
 
-pytestmark = [pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(240)]
 
 OUTAGE_S = 15
 PG_DOWN_S = 3  # a restart by hand: stop, a few seconds, start

@@ -37,7 +37,7 @@ from scoring.models import EventStatus, MatchSubmission, ScoreEvent, UnappliedEv
 
 from .outage_tools import Answer, Load, Service, boards_equal_ledger, manage, percentile, wait_until
 
-pytestmark = [pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(300)]
 
 ANSWER_BOUND_S = 5.0  # no answer later than this, during the failover or after (the bound)
 FAILOVER_BOUND_S = 30.0  # kill -> first accepted write; measured ~5 s with pg_ha.sh's timings

@@ -18,7 +18,7 @@ from scoring.testing import drain, make_game, make_key, match_body, submit_direc
 
 from .outage_tools import PrivateRedis
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db, pytest.mark.timeout(120)]
 
 BASE = "/api/v1/games/arena"
 

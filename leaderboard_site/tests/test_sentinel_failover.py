@@ -40,7 +40,7 @@ from scoring.testing import unapplied as outbox_unapplied
 from .outage_tools import Load, boards_equal_ledger, wait_until
 from .test_outages import beat_and_worker_run, figures, ledger_agrees, log_tails
 
-pytestmark = [pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(180)]
 
 READS_BACK_S = 5.0  # after the promotion, reads answer 200 within this (the bound)
 BOARDS_BACK_S = 60.0  # after the load stops, every board equals the ledger within this

@@ -55,7 +55,7 @@ from scoring.selectors import boards_diff
 from scoring.services import enqueue_apply
 from scoring.testing import make_game, make_key, match_body, outbox_restore, unapplied
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 BASE = "/api/v1/games/arena/tournaments"
 CUPS = {"cup-best": "best", "cup-sum": "sum", "cup-latest": "latest"}

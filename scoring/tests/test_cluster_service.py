@@ -168,6 +168,7 @@ def test_board_reads_over_http_on_a_cluster(cluster_boards, client):
     assert sorted(ready.json()["redis_cluster"]["nodes"].values()) == ["master"] * 3 + ["replica"] * 3
 
 
+@pytest.mark.serial
 @pytest.mark.timeout(120)
 def test_a_master_killed_under_load_fails_over_and_nothing_accepted_is_lost(redis_cluster_factory, settings, client):
     """Results keep coming and boards keep being read while a master is SIGKILLed: its replica takes

@@ -14,7 +14,7 @@ from common.testing import start_beat, start_worker, stop
 from competitions.league_models import LeagueCohort, LeaguePeriod, LeagueStanding
 from scoring.tests.test_league_closing import _league_with_cohorts, cohort_events
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 FAST_END = {"TOURNAMENT_FREEZE_DELAY_S": "0", "TOURNAMENT_FREEZE_INTERVAL_S": "1"}
 
 

@@ -24,7 +24,7 @@ from competitions.testing import make_league
 from scoring.league_closing import league_period_close
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 HEADERS = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
 application = URLRouter(competition_sockets)

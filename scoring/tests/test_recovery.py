@@ -41,6 +41,7 @@ def wait_for(condition, timeout: float, what: str) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(300)
 def test_flushall_under_a_running_service_rebuilds_every_board_alone():

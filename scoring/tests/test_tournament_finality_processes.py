@@ -15,7 +15,7 @@ from events.types import TOURNAMENT_PERIOD_FINAL
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tests.test_tournament_results import cup
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 FAST_FREEZE = {"TOURNAMENT_FREEZE_DELAY_S": "0", "TOURNAMENT_FREEZE_INTERVAL_S": "1"}
 
 

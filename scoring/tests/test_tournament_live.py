@@ -23,7 +23,7 @@ from scoring.moderation import results_revoke
 from scoring.testing import drain, make_game, make_key, match_body, submit_direct
 from scoring.tournament_freezing import tournament_period_freeze
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(60)]
 
 HEADERS = [(b"origin", b"http://testserver"), (b"host", b"testserver")]
 application = URLRouter([*board_sockets, *tournament_sockets])  # as leaderboard_site/asgi.py mounts them

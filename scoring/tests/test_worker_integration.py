@@ -27,7 +27,7 @@ from scoring.testing import make_game, make_key, match_body
 from scoring.testing import unapplied as outbox_unapplied
 from scoring.validation import validate_match
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.serial, pytest.mark.django_db(transaction=True), pytest.mark.timeout(600)]
 
 
 def unapplied() -> int:
