@@ -32,6 +32,7 @@ from django.utils import timezone  # noqa: E402
 from competitions.league_models import League, LeagueCohort, LeagueMember, LeaguePlayer, LeagueStanding  # noqa: E402
 from events.models import Event  # noqa: E402
 from scoring.league_closing import CHUNK, league_period_close  # noqa: E402
+from scoring.ledger_partitions import partitions_ensure_between  # noqa: E402
 from scoring.models import LeagueResult, ScoreEvent  # noqa: E402
 from seasons.models import Game, Season  # noqa: E402
 
@@ -63,6 +64,7 @@ def setup(players: int) -> League:
         created_at=start,
     )
     played = start + timedelta(minutes=10)
+    partitions_ensure_between(played, now)  # the ledger's month (made by migrate, unless the month just turned)
     per_division = -(-players // 4)
     # player i: division i % 4, position j = i / 4 in it, cohort j / 30 + 1
     with connection.cursor() as cursor:
