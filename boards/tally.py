@@ -1,6 +1,7 @@
 """The scoring rule in Python, and the shapes a whole board travels in.
 
-The rule is stated once per language: the Lua writer (lua/apply_events.lua) applies it one event
+The rule is stated once per language: the Lua writers (lua/ranking_lib.lua `sum_score`, `best_score`,
+used by apply_events.lua and apply_boards.lua) apply it one event
 at a time as results arrive; the ledger's derivation (scoring/selectors.py) states it in SQL, one
 aggregate per board kind, for rebuilds, the freeze, corrections and the consistency checks; and
 `Tally` here folds scores already on the boards (a week re-derived from its day boards,

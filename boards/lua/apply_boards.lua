@@ -3,7 +3,8 @@
 -- competition boards a batch touches (a league's opening rush puts nearly every result of a batch
 -- in its own cohort board: one call here instead of one call a board). One Redis only: the boards
 -- of one call lie in many hash tags (boards/writer.py makes per-board calls on a cluster).
--- Needs ranking_lib.lua joined in front (fmt, the dense rule's companion_add, _drop).
+-- Needs ranking_lib.lua joined in front (fmt, sum_score, best_score, the dense rule's companion_add,
+-- _drop).
 --
 -- KEYS[1]        pause flag of the game (set while a rebuild swaps keys in)
 -- KEYS[2]        the game's hidden players (a set): their results touch no board
@@ -20,8 +21,8 @@
 --         {"ok", results applied to board 1, to board 2, ...} (a board whose results were all
 --         skipped or refused for overflow counts 0).
 --
--- The score rules (sums order-independent, the reached second, best only ever raised, overflow
--- refused before any write) are apply_events.lua's, for S + B = 1.
+-- The score rules are ranking_lib.lua's (sum_score, best_score), as apply_events.lua's for S + B =
+-- 1: overflow refused before any write.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'paused'}
@@ -89,34 +90,14 @@ while i <= #ARGV do
     else
       -- Every check before the first write: the new score, the result refused on overflow.
       local old = redis.call('ZSCORE', board, player)
-      local old_points = nil
-      local new
-      local ok = pts <= max_points
+      local new, old_points, ok
       if best then
-        new = pts * span + (span - 1 - t)
-        if old then
-          local oldv = tonumber(old)
-          old_points = math.floor(oldv / span)
-          if new <= oldv then new = nil end
-        end
-      elseif not old then
-        new = pts * span + (span - 1 - t)
+        new, old_points = best_score(old, pts, t, span)
+        ok = pts <= max_points
       else
-        local oldv = tonumber(old)
-        local op = math.floor(oldv / span)
-        local ot = (span - 1) - (oldv - op * span)
-        old_points = op
-        local np = op + pts
-        local nt
-        if pts > 0 then
-          if op == 0 then nt = t else nt = math.max(ot, t) end
-        elseif op == 0 then
-          nt = math.min(ot, t)
-        else
-          nt = ot
-        end
-        ok = np <= max_points
-        new = np * span + (span - 1 - nt)
+        local new_points
+        new, old_points, new_points = sum_score(old, pts, t, span)
+        ok = new_points <= max_points
       end
       if ok then
         redis.call('HSET', dedup_key, field, tag)

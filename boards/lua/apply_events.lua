@@ -1,5 +1,5 @@
 -- Apply a batch of accepted score events to one group of boards, at most once per event.
--- Needs ranking_lib.lua joined in front (the dense rule's companion: companion_add, _drop).
+-- Needs ranking_lib.lua joined in front (the score rules; the dense rule's companion_add, _drop).
 --
 -- KEYS[1]                      pause flag of the game (set while rebuild_boards swaps keys in)
 -- KEYS[2]                      the game's hidden players (a set): their events touch no board
@@ -17,9 +17,8 @@
 -- Returns {"paused"} when the game is paused (nothing written), else
 --         {"ok", applied count, skipped count, overflow event ids...}.
 --
--- Score layout: points * span + (span - 1 - reached). Sums are order-independent: the reached
--- second is the latest of the player's positive results (or the earliest, while all are zero),
--- so events may arrive in any order and redeliveries are skipped by the dedup marker.
+-- Score layout and rules: ranking_lib.lua's sum_score and best_score. Sums are order-independent,
+-- so events may arrive in any order; redeliveries are skipped by the dedup marker.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'paused'}
@@ -44,12 +43,6 @@ local function bump_version(key, now, ttl)
   end
   redis.call('INCR', key)
   if ttl > 0 then redis.call('EXPIRE', key, ttl) end
-end
-
-local function split(score)
-  local p = math.floor(score / span)
-  local reached = (span - 1) - (score - p * span)
-  return p, reached
 end
 
 local function distinct_update(board_index, old_points, new_points)
@@ -91,35 +84,12 @@ for i = first_event_arg, #ARGV, 7 do
       local old = redis.call('ZSCORE', key, player)
       local new
       if b <= n_sum then
-        if not old then
-          old_points[b] = nil
-          new = pts * span + (span - 1 - t)
-          if pts > max_points then ok = false end
-        else
-          local op, ot = split(tonumber(old))
-          old_points[b] = op
-          local np = op + pts
-          local nt
-          if pts > 0 then
-            if op == 0 then nt = t else nt = math.max(ot, t) end
-          elseif op == 0 then
-            nt = math.min(ot, t)
-          else
-            nt = ot
-          end
-          if np > max_points then ok = false end
-          new = np * span + (span - 1 - nt)
-        end
+        local new_points
+        new, old_points[b], new_points = sum_score(old, pts, t, span)
+        if new_points > max_points then ok = false end
       else
-        new = pts * span + (span - 1 - t)
+        new, old_points[b] = best_score(old, pts, t, span)
         if pts > max_points then ok = false end
-        if old then
-          local oldv = tonumber(old)
-          old_points[b] = math.floor(oldv / span)
-          if new <= oldv then new = nil end
-        else
-          old_points[b] = nil
-        end
       end
       new_scores[b] = new
     end

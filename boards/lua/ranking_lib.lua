@@ -23,6 +23,36 @@ local function fmt(x)
   return string.format('%.0f', x)
 end
 
+-- The writers' score rules (apply_events.lua, apply_boards.lua). Layout: points * span + (span - 1
+-- - reached second). A sum board's new score after a result of `pts` points reached at second `t`
+-- (old: the stored score, or nil), with the old points (nil: none) and the new: order-independent,
+-- the reached second is the latest of the positive results (the earliest while all are zero).
+local function sum_score(old, pts, t, span)
+  if not old then return pts * span + (span - 1 - t), nil, pts end
+  local oldv = tonumber(old)
+  local op = math.floor(oldv / span)
+  local ot = (span - 1) - (oldv - op * span)
+  local nt
+  if pts > 0 then
+    if op == 0 then nt = t else nt = math.max(ot, t) end
+  elseif op == 0 then
+    nt = math.min(ot, t)
+  else
+    nt = ot
+  end
+  return (op + pts) * span + (span - 1 - nt), op, op + pts
+end
+
+-- A best board's new score, nil when the result does not raise it (only ever raised), with the old
+-- points (nil: none).
+local function best_score(old, pts, t, span)
+  local new = pts * span + (span - 1 - t)
+  if not old then return new, nil end
+  local oldv = tonumber(old)
+  if new <= oldv then new = nil end
+  return new, math.floor(oldv / span)
+end
+
 -- Whether entries with equal points share a rank under `rule`.
 local function shares_rank(rule)
   return rule ~= 'first'
