@@ -220,6 +220,7 @@ def _cohorts_freeze(league: League, period: Period, now: datetime, chunk: int) -
 
 
 def _freeze_params(league: League, period: Period, claimed: list[tuple[int, int, int]], now: datetime) -> dict:
+    played_from, played_to = played_between(period.starts_at, period.ends_at)
     return {
         "ids": [pk for pk, _, _ in claimed],
         "divisions": [division for _, division, _ in claimed],
@@ -228,8 +229,8 @@ def _freeze_params(league: League, period: Period, claimed: list[tuple[int, int,
         "period": period.index,
         "start_us": epoch_micros(period.starts_at),
         # the period's months only (its results were played in it): a constant range the planner prunes by
-        "played_from": played_between(period.starts_at, period.ends_at)[0],
-        "played_to": played_between(period.starts_at, period.ends_at)[1],
+        "played_from": played_from,
+        "played_to": played_to,
         "accepted": EventStatus.ACCEPTED.value,
         "game": league.game_id,
         "promote": [d["promote"] for d in league.divisions],

@@ -99,14 +99,19 @@ def partitions_ensure(months: Iterable[date]) -> list[date]:
     return created
 
 
-def partitions_ensure_between(first: datetime, last: datetime) -> list[date]:
-    """Both partitions of every month from `first`'s to `last`'s (bulk loads: seeds, benchmarks)."""
+def months_spanned(first: datetime, last: datetime) -> list[date]:
+    """The months from `first`'s to `last`'s, oldest first."""
     months, month = [], month_of(first)
     while month <= month_of(last):
         months.append(month)
         month = month_after(month)
+    return months
+
+
+def partitions_ensure_between(first: datetime, last: datetime) -> list[date]:
+    """Both partitions of every month from `first`'s to `last`'s (bulk loads: seeds, benchmarks)."""
     with transaction.atomic():
-        return partitions_ensure(months)
+        return partitions_ensure(months_spanned(first, last))
 
 
 def partitions_ahead(*, now: datetime, months: int | None = None) -> list[date]:

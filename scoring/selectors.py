@@ -402,12 +402,13 @@ def unapplied_events(*, game: Game, season_ids: Iterable[int] | None = None) -> 
 
 
 def players_touched_since(*, game: Game, since: datetime) -> set[str]:
+    seasons = seasons_of(game=game)
     return set(
         ScoreEvent.objects.filter(
             game=game,
             accepted_at__gte=since,
-            played_at__gte=played_floor(seasons_of(game=game), accepted_since=since),
-            played_at__lt=played_window(seasons_of(game=game))[1],
+            played_at__gte=played_floor(seasons, accepted_since=since),
+            played_at__lt=played_window(seasons)[1],
         )
         .values_list("player_id", flat=True)
         .distinct()

@@ -18,9 +18,9 @@ from scoring.league_closing import league_period_close
 from scoring.ledger_partitions import (
     CLAIMS,
     EVENTS,
-    month_after,
     month_of,
     months_ahead,
+    months_spanned,
     partition_name,
     partitions_ahead,
     partitions_list,
@@ -38,14 +38,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 NOW = timezone.now()
 START = NOW - timedelta(days=200)  # the game's season: the last 200 days and the next 100
-
-
-def months_between(first: datetime, last: datetime) -> list[Any]:
-    months, month = [], month_of(first)
-    while month <= month_of(last):
-        months.append(month)
-        month = month_after(month)
-    return months
 
 
 def seeded(months: int = 6):
@@ -182,7 +174,7 @@ def test_a_rebuild_and_the_reconciliation_read_the_seasons_months_only():
     assert submit_direct(other, okey, body, now=played + timedelta(seconds=5)).http_status == 202
     drain()
     boards_recover_if_lost()  # the boards marker, as the beat writes it at the first start
-    window = set(months_between(NOW - timedelta(days=20), NOW - timedelta(days=10)))
+    window = set(months_spanned(NOW - timedelta(days=20), NOW - timedelta(days=10)))
     for job in (lambda: boards_rebuild(game=other), lambda: boards_reconcile(game=other, full=True)):
         plans = partitions_read(job)
         ledger = [(sql, scanned) for sql, scanned in plans if EVENTS in sql]
@@ -197,7 +189,7 @@ def test_the_anomaly_job_reads_the_months_of_seasons_open_in_its_window():
     ledger = [scanned for sql, scanned in plans if EVENTS in sql]
     assert ledger
     season = game.seasons.get()
-    allowed = names(months_between(season.starts_at, NOW + timedelta(days=1)), (EVENTS,))
+    allowed = names(months_spanned(season.starts_at, NOW + timedelta(days=1)), (EVENTS,))
     for scanned in ledger:
         assert scanned <= allowed
 
@@ -252,4 +244,4 @@ def test_a_league_periods_end_reads_its_months_only():
     ledger = [(sql, scanned) for sql, scanned in plans if EVENTS in sql]
     assert ledger
     for sql, scanned in ledger:
-        assert scanned <= names(months_between(at - timedelta(hours=2), at + timedelta(hours=2)), (EVENTS,)), sql
+        assert scanned <= names(months_spanned(at - timedelta(hours=2), at + timedelta(hours=2)), (EVENTS,)), sql
