@@ -69,7 +69,8 @@ def database_url(database: dict[str, object]) -> str:
 def process_env(**extra: str) -> dict[str, str]:
     """The environment of a service process: this test run's database, private Redis and metrics
     folder (settings/test.py: what the processes count shows on each other's /metrics, never on a
-    `make run`'s), a fast relay, quiet logs."""
+    `make run`'s), a fast relay, quiet logs (TEST_PROCESS_LOG_LEVEL=INFO, with TEST_PROCESS_LOGS,
+    to see what they did)."""
     db = connection.settings_dict
     env = dict(os.environ)
     env.update(
@@ -80,7 +81,7 @@ def process_env(**extra: str) -> dict[str, str]:
         PROMETHEUS_MULTIPROC_DIR=str(settings.PROMETHEUS_MULTIPROC_DIR),
         CELERY_BEAT_RELAY_INTERVAL_S="1",
         SCORING_RELAY_AFTER_S="2",
-        LOG_LEVEL="WARNING",
+        LOG_LEVEL=os.environ.get("TEST_PROCESS_LOG_LEVEL", "WARNING"),
     )
     env.update(extra)
     return env

@@ -8,7 +8,10 @@ snapshot of the ledger, recompute the players who had results since phase 1 bega
 the new keys over the live ones and, in the same MULTI, set the dedup markers of every accepted
 but unapplied event (the new boards hold it), then take it out of the outbox. Events that arrive
 during phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
-afterwards: none is lost and none counts twice.
+afterwards: none is lost and none counts twice. (The apply task sends a paused batch again a
+moment later, scoring/tasks.py, so they wait about as long as the pause, not the relay's delay.)
+Every board swapped in is marked changed for the live publisher, which pushes those whose top 10
+differs from the one it sent last.
 
 A whole rebuild (every kind, every shard) also rewrites the boards of the game's tournament
 periods whose grace has not ended from the ledger, in phase 2 after the swap
@@ -60,7 +63,7 @@ from boards.staging import (
     names_rebuild,
 )
 from boards.tally import BoardScores
-from boards.writer import dedup_marked
+from boards.writer import boards_touched, dedup_marked
 from common.locks import HeldLock, LockLost, lock_held
 from seasons.models import Game
 from seasons.selectors import seasons_of
@@ -162,6 +165,10 @@ def _rebuild(
             league_players = league_boards_rebuild(game=game, now=moved.now)
             logger.info("rebuild of %s: %d league cohort scores rewritten", game.slug, league_players)
     report.paused_s = round(time.monotonic() - clock, 2)
+    # The live publisher compares each rebuilt board's top 10 with the one it sent last and pushes
+    # those that differ: a result that arrived while Redis was empty, or that the rebuild took in
+    # from the outbox, reaches the live pages now, not at the board's next result.
+    boards_touched({board.ref.whole.key for board in staged.values()})
     report.boards = len(staged)
     logger.info("rebuild of %s: %s", game.slug, report)
     return report

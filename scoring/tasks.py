@@ -30,14 +30,29 @@ APPLY_QUEUE = "scoring"
 RELAY_MAX_BACKLOG = 20
 
 
+# A batch that found its game paused (a rebuild swapping its boards in, a few hundred ms) is sent
+# again this long after, up to PAUSED_TRIES times (a pause's usual length several times over);
+# after that the relay sends what is still unapplied (SCORING_RELAY_AFTER_S, seconds later).
+PAUSED_RETRY_S = 0.25
+PAUSED_TRIES = 20
+
+
 @shared_task(name="scoring.apply_events", acks_late=True, ignore_result=True)
-def apply_events(event_ids: list[int]) -> dict[str, int]:
-    """Apply accepted events to the boards. Paused games (rebuild) are left to the relay. One log
-    line per task, with the ids of the requests whose events it applied (its message's header,
-    common/request_ids.py: bound while it runs)."""
+def apply_events(event_ids: list[int], paused_tries: int = 0) -> dict[str, int]:
+    """Apply accepted events to the boards. A batch with events of a paused game (a rebuild) comes
+    back PAUSED_RETRY_S later, the whole of it: those applied meanwhile have left the outbox and
+    are not read again. One log line per task, with the ids of the requests whose events it
+    applied (its message's header, common/request_ids.py: bound while it runs)."""
     report = events_apply_by_id(
         event_ids=event_ids, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK
     )
+    if report.paused and paused_tries < PAUSED_TRIES:
+        try:
+            apply_events.apply_async(
+                args=(event_ids,), kwargs={"paused_tries": paused_tries + 1}, countdown=PAUSED_RETRY_S, retry=False
+            )
+        except Exception as exc:  # the broker gone: the events are in the outbox, the relay's
+            logger.info("a paused batch not sent again (%s): the relay will", exc.__class__.__name__)
     logger.info(  # the request ids come with the record (common/request_ids.py's filter)
         "apply task: %d events, %d applied, %d skipped, %d paused, %d overflow; max lag %.3f s",
         len(event_ids),

@@ -109,6 +109,21 @@ def test_a_rebuild_over_live_boards_replaces_drift_and_drops_boards_the_ledger_l
     assert snapshot(game) == before
 
 
+def test_every_board_a_rebuild_swaps_in_is_marked_changed_for_the_live_publisher():
+    """So a result the rebuild took in from the outbox (never applied by the worker, never
+    pushed) reaches the live pages at the next tick, not at the board's next result."""
+    game = dimension_game()
+    seed(game, matches=20)  # accepted, not applied: the outbox holds them
+    redis = redis_client()
+    redis.delete(keys.dirty_key())
+    report = boards_rebuild(game=game)
+    dirty = redis.smembers(keys.dirty_key())
+    boards = {k for k in snapshot(game) if not k.endswith(":d")}
+    assert report.boards == len(boards) > 0
+    assert dirty == boards
+    assert unapplied().count() == 0  # the swap took them in
+
+
 def test_a_rebuild_of_one_kind_leaves_the_other_kinds_and_the_queue_alone():
     game = dimension_game(tie_rule="dense")
     seed(game, matches=30)

@@ -18,6 +18,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from boards.keys import BoardRef
 from common.redis import client as redis_client
 from common.testing import ROOT, kill_hard, process_env, start_beat, start_worker, stop
 from scoring.models import ScoreEvent
@@ -161,3 +162,35 @@ for _ in range(2000):
         break
     submit(key.game, key, make_matches(rng, 25, timezone.now() - timedelta(days=2)))
 """
+
+
+def test_a_batch_that_finds_its_game_paused_is_applied_once_the_pause_ends_without_the_relay():
+    """A rebuild pauses its game's applies while it swaps the boards in; the apply task sends such
+    a batch again a moment later (scoring/tasks.py) rather than leaving it to the relay, seconds
+    later. No beat here, so no relay at all: only the task's own retry can apply it."""
+    from boards.staging import game_paused
+    from scoring.services import apply_flush
+    from scoring.tasks import queue_backlog
+
+    game = make_game("paused", start=timezone.now() - timedelta(days=1))
+    key = make_key(game)
+    board = BoardRef(game.slug, game.seasons.get().id, "all").key
+    worker = start_worker()
+    try:
+        submit(game, key, [(uuid.uuid4(), match_body([{"player_id": "warm", "points": 1}]))])
+        apply_flush()
+        wait_drained(60)  # the worker is up and working the queue
+        with game_paused(game.slug, "test"):
+            submit(game, key, [(uuid.uuid4(), match_body([{"player_id": "maya", "points": 70}]))])
+            apply_flush()
+            deadline = time.monotonic() + 10
+            while queue_backlog() and time.monotonic() < deadline:  # taken by the worker
+                time.sleep(0.05)
+            time.sleep(1.0)  # tried, found paused, sent again (and again)
+            assert unapplied() == 1
+            assert redis_client().zrange(board, 0, -1) == ["warm"]
+        wait_drained(10)
+        assert redis_client().zrange(board, 0, -1) == ["warm", "maya"]
+        assert boards_diff(game=game, now=timezone.now()) == {}
+    finally:
+        stop(worker)
