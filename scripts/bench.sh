@@ -97,7 +97,7 @@ for _ in $(seq "${WEB_CONCURRENCY:-2}"); do  # as make run starts them: a socket
     PIDS+=($!)
     WEB_PIDS+=($!)
 done
-celery -A leaderboard_site worker -l warning -Q scoring --concurrency 2 -n "bench-${PORT}@%h" \
+celery -A leaderboard_site worker -l warning -Q scoring --concurrency "${WORKER_CONCURRENCY:-2}" -n "bench-${PORT}@%h" \
     >"$LOGS/worker.log" 2>&1 &
 PIDS+=($!)
 export BENCH_WORKER_PIDS="$!"
