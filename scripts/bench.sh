@@ -101,6 +101,10 @@ celery -A leaderboard_site worker -l warning -Q scoring --concurrency "${WORKER_
     >"$LOGS/worker.log" 2>&1 &
 PIDS+=($!)
 export BENCH_WORKER_PIDS="$!"
+# A new schedule each run: beat's file keeps each job's last run, so a kept one fires the 10-minute
+# reconciliation at a moment the previous run set, in whichever phase that falls (30 s of one worker
+# process at a few million rows); a new one fires it 10 minutes after the start, as a new deployment.
+rm -f var/bench-beat-schedule var/bench-beat-schedule.*
 celery -A leaderboard_site beat -l warning -s var/bench-beat-schedule >"$LOGS/beat.log" 2>&1 &
 PIDS+=($!)
 export BENCH_BEAT_PIDS="$!"
