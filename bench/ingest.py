@@ -56,6 +56,8 @@ Phases, in this order:
      once more, now seated. Figures: events/s end-to-end of each and its share of phase 7's (the
      contract: at least 0.8); the seated players and cohorts against the accepted players, and
      --verify sampled players' cohort scores (the sum of both phases).
+  7b. with --drift (after 7, before 8): phase 7 once more, naming none: the share of phase 7 it
+     gets is what 200,000 more results in the boards and ledger cost a phase by themselves.
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
 
 This script is the load generator and runs on the same machine as the service: per phase it
@@ -869,7 +871,10 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
     await tournament_put(svc, conn)
     rng = random.Random(args.seed + 1)
     figures: dict = {}
-    for phase, tournament in (("6", TOURNAMENT), ("7", None)):
+    phases: list[tuple[str, str | None]] = [("6", TOURNAMENT), ("7", None)]
+    if args.drift:  # the same naming none once more: what 200,000 more results cost the next phase
+        phases.append(("7b", None))
+    for phase, tournament in phases:
         batches = batches_make(
             rng=rng,
             events=args.events,
@@ -880,6 +885,8 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
             tournament=tournament,
         )
         what = f"every match naming tournament {TOURNAMENT}" if tournament else "the same naming none"
+        if phase == "7b":
+            what = "the same naming none, again"
         log(f"phase {phase}: max rate, {args.events} results, {what}")
         with meter.phase(phase), args.service_cpu.phase(phase):
             got = await max_rate(args, svc, batches, label=f"phase {phase}")
@@ -1035,6 +1042,11 @@ def main() -> None:
     parser.add_argument(
         "--league", action=argparse.BooleanOptionalAction, default=True, help="phase 8 (a league; needs 7)"
     )
+    parser.add_argument(
+        "--drift",
+        action="store_true",
+        help="phase 7b: phase 7's workload once more right after it (what the growth alone costs a phase)",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1096,6 +1108,12 @@ def main() -> None:
             f"{tournaments['tournament_verified'] - tournaments['tournament_mismatches']} of "
             f"{tournaments['tournament_verified']} sampled players exact"
         )
+        if "7b" in tournaments:
+            again = tournaments["7b"]["eps"]
+            summary += (
+                f"\ndrift: the same naming none again right after phase 7: {again:.0f} events/s, "
+                f"{again / without:.2f} of phase 7's (the boards and ledger 200,000 results larger)"
+            )
         if tournaments["tournament_mismatches"] or tournaments["6"]["mismatches"] or tournaments["7"]["mismatches"]:
             p1["mismatches"] += 1  # the exit status says so
         if args.league:
