@@ -871,10 +871,13 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
     await tournament_put(svc, conn)
     rng = random.Random(args.seed + 1)
     figures: dict = {}
-    phases: list[tuple[str, str | None]] = [("6", TOURNAMENT), ("7", None)]
+    phases: list[tuple[str, str | None, str]] = [
+        ("6", TOURNAMENT, f"every match naming tournament {TOURNAMENT}"),
+        ("7", None, "the same naming none"),
+    ]
     if args.drift:  # the same naming none once more: what 200,000 more results cost the next phase
-        phases.append(("7b", None))
-    for phase, tournament in phases:
+        phases.append(("7b", None, "the same naming none, again"))
+    for phase, tournament, what in phases:
         batches = batches_make(
             rng=rng,
             events=args.events,
@@ -884,9 +887,6 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
             tag=f"{tag}-{phase}",
             tournament=tournament,
         )
-        what = f"every match naming tournament {TOURNAMENT}" if tournament else "the same naming none"
-        if phase == "7b":
-            what = "the same naming none, again"
         log(f"phase {phase}: max rate, {args.events} results, {what}")
         with meter.phase(phase), args.service_cpu.phase(phase):
             got = await max_rate(args, svc, batches, label=f"phase {phase}")

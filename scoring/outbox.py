@@ -161,7 +161,7 @@ def events_apply_by_id(*, event_ids: list[int], dedup_ttl_s: int, chunk: int = 2
     after the Lua call succeeded: "applied" is never durable before the boards hold the event.
     Events the writer refuses for overflowing the season's exact capacity become `rejected`
     (`score_overflow`) and leave the outbox in the same transaction. Paused events (a rebuild)
-    stay: the task sends its batch again a moment later (tasks.py), the relay after that.
+    stay: the task is retried a moment later (tasks.py), the relay after that.
     """
     rows = _unapplied_rows(event_ids)
     competitions = competition_boards_of(rows)

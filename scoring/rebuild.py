@@ -8,7 +8,7 @@ snapshot of the ledger, recompute the players who had results since phase 1 bega
 the new keys over the live ones and, in the same MULTI, set the dedup markers of every accepted
 but unapplied event (the new boards hold it), then take it out of the outbox. Events that arrive
 during phase 2 wait (the apply script answers "paused") and are applied to the new boards by the relay
-afterwards: none is lost and none counts twice. (The apply task sends a paused batch again a
+afterwards: none is lost and none counts twice. (The apply task retries a paused batch a
 moment later, scoring/tasks.py, so they wait about as long as the pause, not the relay's delay.)
 Every board swapped in is marked changed for the live publisher, which pushes those whose top 10
 differs from the one it sent last.

@@ -4,7 +4,7 @@ import logging
 import time
 from datetime import timedelta
 
-from celery import current_app, shared_task
+from celery import Task, current_app, shared_task
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -30,29 +30,24 @@ APPLY_QUEUE = "scoring"
 RELAY_MAX_BACKLOG = 20
 
 
-# A batch that found its game paused (a rebuild swapping its boards in, a few hundred ms) is sent
+# A batch that found its game paused (a rebuild swapping its boards in, a few hundred ms) is tried
 # again this long after, up to PAUSED_TRIES times (a pause's usual length several times over);
 # after that the relay sends what is still unapplied (SCORING_RELAY_AFTER_S, seconds later).
 PAUSED_RETRY_S = 0.25
 PAUSED_TRIES = 20
 
 
-@shared_task(name="scoring.apply_events", acks_late=True, ignore_result=True)
-def apply_events(event_ids: list[int], paused_tries: int = 0) -> dict[str, int]:
-    """Apply accepted events to the boards. A batch with events of a paused game (a rebuild) comes
-    back PAUSED_RETRY_S later, the whole of it: those applied meanwhile have left the outbox and
-    are not read again. One log line per task, with the ids of the requests whose events it
-    applied (its message's header, common/request_ids.py: bound while it runs)."""
+@shared_task(bind=True, name="scoring.apply_events", acks_late=True, ignore_result=True, max_retries=PAUSED_TRIES)
+def apply_events(self: "Task[[list[int]], dict[str, int]]", event_ids: list[int]) -> dict[str, int]:
+    """Apply accepted events to the boards. A batch with events of a paused game (a rebuild) is
+    retried PAUSED_RETRY_S later (Celery's retry), the whole of it: those applied meanwhile have
+    left the outbox and are not read again; should the retry not reach the broker, Celery rejects
+    the message and the relay sends the events. One log line per task, with the ids of the
+    requests whose events it applied (its message's header, common/request_ids.py: bound while it
+    runs)."""
     report = events_apply_by_id(
         event_ids=event_ids, dedup_ttl_s=settings.SCORING_DEDUP_TTL_S, chunk=settings.SCORING_APPLY_CHUNK
     )
-    if report.paused and paused_tries < PAUSED_TRIES:
-        try:
-            apply_events.apply_async(
-                args=(event_ids,), kwargs={"paused_tries": paused_tries + 1}, countdown=PAUSED_RETRY_S, retry=False
-            )
-        except Exception as exc:  # the broker gone: the events are in the outbox, the relay's
-            logger.info("a paused batch not sent again (%s): the relay will", exc.__class__.__name__)
     logger.info(  # the request ids come with the record (common/request_ids.py's filter)
         "apply task: %d events, %d applied, %d skipped, %d paused, %d overflow; max lag %.3f s",
         len(event_ids),
@@ -63,6 +58,8 @@ def apply_events(event_ids: list[int], paused_tries: int = 0) -> dict[str, int]:
         report.lag_max_s,
         extra={"events": len(event_ids), **report.counts(), "lag_max_s": round(report.lag_max_s, 3)},
     )
+    if report.paused and not self.request.called_directly and self.request.retries < PAUSED_TRIES:
+        raise self.retry(countdown=PAUSED_RETRY_S)
     return report.counts()
 
 

@@ -19,11 +19,13 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from boards.keys import BoardRef
+from boards.staging import game_paused
 from common.redis import client as redis_client
 from common.testing import ROOT, kill_hard, process_env, start_beat, start_worker, stop
 from scoring.models import ScoreEvent
 from scoring.selectors import boards_diff
-from scoring.services import enqueue_apply, matches_submit
+from scoring.services import apply_flush, enqueue_apply, matches_submit
+from scoring.tasks import queue_backlog
 from scoring.testing import make_game, make_key, match_body
 from scoring.testing import unapplied as outbox_unapplied
 from scoring.validation import validate_match
@@ -166,12 +168,8 @@ for _ in range(2000):
 
 def test_a_batch_that_finds_its_game_paused_is_applied_once_the_pause_ends_without_the_relay():
     """A rebuild pauses its game's applies while it swaps the boards in; the apply task sends such
-    a batch again a moment later (scoring/tasks.py) rather than leaving it to the relay, seconds
+    a batch a moment later (scoring/tasks.py, Celery's retry) rather than leaving it to the relay, seconds
     later. No beat here, so no relay at all: only the task's own retry can apply it."""
-    from boards.staging import game_paused
-    from scoring.services import apply_flush
-    from scoring.tasks import queue_backlog
-
     game = make_game("paused", start=timezone.now() - timedelta(days=1))
     key = make_key(game)
     board = BoardRef(game.slug, game.seasons.get().id, "all").key
