@@ -57,7 +57,7 @@ Phases, in this order:
      contract: at least 0.8); the seated players and cohorts against the accepted players, and
      --verify sampled players' cohort scores (the sum of both phases).
   7b. with --drift (after 7, before 8): phase 7 once more, naming none: the share of phase 7 it
-     gets is what 200,000 more results in the boards and ledger cost a phase by themselves.
+     gets is what --events more results in the boards and ledger cost a phase by themselves.
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
 
 This script is the load generator and runs on the same machine as the service: per phase it
@@ -875,7 +875,7 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
         ("6", TOURNAMENT, f"every match naming tournament {TOURNAMENT}"),
         ("7", None, "the same naming none"),
     ]
-    if args.drift:  # the same naming none once more: what 200,000 more results cost the next phase
+    if args.drift:  # the same naming none once more: what a phase's more results cost the next one
         phases.append(("7b", None, "the same naming none, again"))
     for phase, tournament, what in phases:
         batches = batches_make(
@@ -1112,7 +1112,7 @@ def main() -> None:
             again = tournaments["7b"]["eps"]
             summary += (
                 f"\ndrift: the same naming none again right after phase 7: {again:.0f} events/s, "
-                f"{again / without:.2f} of phase 7's (the boards and ledger 200,000 results larger)"
+                f"{again / without:.2f} of phase 7's (the boards and ledger {args.events:,} results larger)"
             )
         if tournaments["tournament_mismatches"] or tournaments["6"]["mismatches"] or tournaments["7"]["mismatches"]:
             p1["mismatches"] += 1  # the exit status says so
