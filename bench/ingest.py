@@ -728,6 +728,12 @@ def cpu_line(label: str, p: dict) -> str:
     return f"{label} load generator: {cpu:.1f} s CPU in {p['wall_s']:.1f} s = {share * 100:.0f}% of one core"
 
 
+def redis_commands_out(args, phase: str, results: int) -> None:
+    """With --redis-commands: Redis's time by command per accepted result in the phase."""
+    if args.redis_commands:
+        out(f"phase {phase} Redis per accepted result: {args.service_cpu.commands_per(phase, results)}")
+
+
 def lag_text(f: dict) -> str:
     lost = f", {f['lag_lost']} never seen" if f["lag_lost"] else ""
     errors = f", poll errors {f['lag_poll_errors']}" if f["lag_poll_errors"] else ""
@@ -770,6 +776,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
     out(f"phase 1 max rate: {lag_text(p1)}; {exact}")
     out(cpu_line("phase 1", meter.phases["1"]))
     out(f"phase 1 service CPU per accepted result: {args.service_cpu.per('1', p1['results_accepted'], 'us')}")
+    redis_commands_out(args, "1", p1["results_accepted"])
 
     if args.offered_seconds > 0:
         if not args.offered_rate:  # a share of what the service just sustained
@@ -900,6 +907,7 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
             f"phase {phase} service CPU per accepted result: "
             f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
         )
+        redis_commands_out(args, phase, got["results_accepted"])
         if tournament:
             best: dict[str, int] = {}
             for batch in batches:
@@ -989,6 +997,7 @@ async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
             f"phase {phase} service CPU per accepted result: "
             f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
         )
+        redis_commands_out(args, phase, got["results_accepted"])
         for batch in batches:
             for pid, pts, _ in batch.accepted:
                 points[pid] = points.get(pid, 0) + pts
@@ -1047,6 +1056,11 @@ def main() -> None:
         action="store_true",
         help="phase 7b: phase 7's workload once more right after it (what the growth alone costs a phase)",
     )
+    parser.add_argument(
+        "--redis-commands",
+        action="store_true",
+        help="print Redis's time by command per accepted result for each phase (INFO commandstats)",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1056,7 +1070,10 @@ def main() -> None:
         raise SystemExit("--events, --senders and --players must be positive, --batch 1..1000")
     if args.offered_seconds > 0 and ((args.offered_rate or args.offered_share) <= 0 or args.offered_inflight <= 0):
         raise SystemExit("--offered-rate (or --offered-share) and --offered-inflight must be positive")
-    args.service_cpu = ServiceCpu(service_processes(redis_url(args.redis_url), os.environ.get("DATABASE_URL")))
+    args.service_cpu = ServiceCpu(
+        service_processes(redis_url(args.redis_url), os.environ.get("DATABASE_URL")),
+        redis_url(args.redis_url) if args.redis_commands else None,
+    )
 
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest")
     args.seed = args.seed if args.seed is not None else random.randrange(1 << 32)
