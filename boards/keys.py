@@ -28,6 +28,9 @@ Keys (prefix `lb` by default, REDIS_KEY_PREFIX; the connection is common/redis.p
     lb:primary                                       run id of the Redis that last answered the failover check
     lb:dd:{event_id // 128}                          dedup markers, field event_id % 128, value the
                                                      event's tag (dedup_tag: which event, not just which id)
+    lb:dd:c:{event_id // 128}                        the competition boards' markers (tournament periods,
+                                                     league cohorts), field event_id % 128 then the board's
+                                                     tag (`competition_dedup_location`)
     lb:dirty  lb:pushed:{board key}  lb:pushed-digest:{board key}   the live publisher's work (the
                                                      changed boards: season boards and other apps'
                                                      boards, tournament periods among them)
@@ -39,9 +42,10 @@ slot tag (`BoardRef.slot`): `{game.season}` for a season not split, `{game.seaso
 The keys an apply or a correction reads beside the boards get a copy in each slot, so that one
 script's keys share a slot:
     lb:pause:{game}:{slot}  lb:hidden:{game}:{slot}  lb:dd:{slot}:{event_id // 128}
-The boards, their companions and versions, these copies and the names live on the cluster; the
-rest above stays on REDIS_URL, where `lb:pause:{game}` and `lb:hidden:{game}` stay the game-wide
-originals (leaderboard_site/settings/redis.py says why).
+(a competition board's markers too: `lb:dd:{its tag}:{event_id // 128}`). The boards, their
+companions and versions, these copies and the names live on the cluster; the rest above stays on
+REDIS_URL, where `lb:pause:{game}` and `lb:hidden:{game}` stay the game-wide originals
+(leaderboard_site/settings/redis.py says why).
 """
 
 import zlib
@@ -256,6 +260,18 @@ def dedup_location(event_id: int, slot: str = "", prefix: str | None = None) -> 
     deployment's (`deployment_prefix()`), when the caller looked it up once for many events."""
     group = f"{slot}:{event_id // DEDUP_GROUP}" if slot else str(event_id // DEDUP_GROUP)
     return f"{prefix if prefix is not None else key_prefix()}:dd:{group}", str(event_id % DEDUP_GROUP)
+
+
+def competition_dedup_location(event_id: int, tag: str, prefix: str, *, cluster: bool) -> tuple[str, str]:
+    """Where a competition board's (tag, braces included) marker of an event lies. On a cluster in
+    the board's slot, as `dedup_location` puts it. On one Redis every competition board's markers
+    share the hashes of 128 ids, the board's tag after the id in the field: a league cohort holds
+    one or two of a batch's results, so a hash of its own per 128 ids held a single marker, a key
+    and its expiry for nearly every result (about 150 bytes each for the markers' lifetime, and
+    a key made and an EXPIRE sent by the apply script per result)."""
+    if cluster:
+        return dedup_location(event_id, tag, prefix)
+    return f"{prefix}:dd:c:{event_id // DEDUP_GROUP}", f"{event_id % DEDUP_GROUP}{tag}"
 
 
 class MarkedEvent(NamedTuple):

@@ -184,11 +184,11 @@ def _competition_calls(
     boards of one Redis read them (on a cluster, their copies in the board's slot)."""
     calls: list[_ScriptCall] = []
     prefix = keys.deployment_prefix()
-    flags_slot_on_cluster = on_cluster()
+    cluster = on_cluster()
     for board, rows in competitions.items():
         codec = ScoreCodec(board.time_bits)
         start_us = keys.epoch_micros(board.starts_at)
-        flags = board.tag if flags_slot_on_cluster else ""
+        flags = board.tag if cluster else ""
         n_sum, n_best = (0, 1) if board.best else (1, 0)
         for start in range(0, len(rows), chunk):
             script_keys = [keys.pause_key(board.game, flags), keys.hidden_key(board.game, flags), board.key]
@@ -199,7 +199,7 @@ def _competition_calls(
             args.append(board.ttl_s)
             dedup_index: dict[str, int] = {}
             for e in rows[start : start + chunk]:
-                dkey, dfield = keys.dedup_location(e.id, board.tag, prefix)
+                dkey, dfield = keys.competition_dedup_location(e.id, board.tag, prefix, cluster=cluster)
                 if dkey not in dedup_index:
                     script_keys.append(dkey)
                     dedup_index[dkey] = len(script_keys)
@@ -316,7 +316,7 @@ class _BoardsCallBuilder:
         values = self._values
         values += [self._board(board), kind, len(rows)]
         for e in rows:
-            dkey, dfield = keys.dedup_location(e.id, board.tag, self._prefix)
+            dkey, dfield = keys.competition_dedup_location(e.id, board.tag, self._prefix, cluster=False)
             micros = keys.epoch_micros(e.accepted_at)
             reached = min(reached_seconds(season_start_us=start_us, accepted_us=micros), max_reached)
             values += [
@@ -645,7 +645,7 @@ def competition_scores_write(
         ]
         marks: list[int | str] = []
         for event_id, accepted_at in included.get(player_id, []):
-            dkey, dfield = keys.dedup_location(event_id, board.tag, prefix)
+            dkey, dfield = keys.competition_dedup_location(event_id, board.tag, prefix, cluster=cluster)
             if dkey not in script_keys:
                 script_keys.append(dkey)
             marked.add(dkey)

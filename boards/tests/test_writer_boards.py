@@ -152,3 +152,24 @@ def test_a_paused_game_applies_nothing_and_its_results_stay_unapplied():
     assert report.paused == len({e.id for b, rows in applies.items() if b.game == "arena" for e in rows})
     assert changed == {b.key for b in applies if b.game == "kart"}
     assert not [key for key in redis.scan_iter("*") if ":arena:" in key or "{arena." in key]
+
+
+def test_on_one_redis_the_competition_boards_markers_share_the_hashes_of_128_ids():
+    """A cohort holds one or two of a batch's results: its markers go in the hashes every
+    competition board shares (one per 128 event ids, the board's tag in the field), not in a hash
+    of its own per 128 ids (a key and its expiry per result)."""
+    redis = boards_client()
+    redis.flushall()
+    boards = [board("arena", n) for n in range(50)]
+    competitions = {b: [row(5000 + n, f"p{n}", 10, 60)] for n, b in enumerate(boards)}  # ids 5000-5049
+    competitions[boards[0]].append(row(5000 + 200, "p0", 5, 90))  # the next group of 128
+    _, changed = batched(competitions, 2000)
+    assert len(changed) == 50
+    markers = sorted(redis.scan_iter(f"{keys.key_prefix()}:dd:*"))
+    assert markers == [f"{keys.key_prefix()}:dd:c:{5000 // 128}", f"{keys.key_prefix()}:dd:c:{5200 // 128}"]
+    assert redis.hlen(markers[0]) == 50 and redis.ttl(markers[0]) > DEDUP_TTL_S - 60
+    field = f"{5003 % 128}{boards[3].tag}"
+    assert redis.hget(markers[0], field) == keys.dedup_tag(5003, competitions[boards[3]][0].accepted_at)
+    # Redelivered, each is skipped by its own board's marker: nothing changes.
+    _, changed = batched(competitions, 2000)
+    assert changed == set() and redis.zscore(boards[3].key, "p3") is not None
