@@ -209,11 +209,16 @@ def league_player_correct(*, game: Game, player_id: str, now: datetime) -> int:
     """A player hidden, shown again or deleted: their score on each cohort board of the game's
     league periods not ended rewritten from the ledger (off while hidden or deleted). Raises
     GamePaused while a rebuild swaps the game's keys. Returns the number changed."""
-    leagues = [league.pk for league in leagues_of(game_id=game.pk)]
-    if not leagues:
+    live = league_periods_live(game_id=game.pk, now=now)
+    if not live:
         return 0
+    # Their seats (a seated player's results all count in their seat's cohort): one lookup of the
+    # members' unique key per live period.
+    seated = Q()
+    for period in live:
+        seated |= Q(league_id=period.league.pk, period=period.period.index)
     rows = (
-        LeagueResult.objects.filter(league_id__in=leagues, player_id=player_id, number__isnull=False)
+        LeagueMember.objects.filter(seated, player_id=player_id)
         .values_list("league_id", "period", "division", "number", "player_id")
         .distinct()
     )

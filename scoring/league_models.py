@@ -11,7 +11,10 @@ class LeagueResult(models.Model):
     of an earlier period); the period's end before it assigns them and fills it in."""
 
     # No database constraints and no index of their own (as TournamentResult, scoring/models.py):
-    # (event, league) is the unique constraint's, and league the other indexes' prefix.
+    # (event, league) is the unique constraint's, and league the cohort index's prefix. No index by
+    # player: a player's cohorts are their LeagueMember rows (seats), and an index of random text
+    # keys cost as much as the other three together on every accepted league result (5 of 10 us a
+    # row, measured inserting 200,000 rows).
     event = models.ForeignKey(
         "scoring.ScoreEvent",
         on_delete=models.CASCADE,
@@ -31,7 +34,6 @@ class LeagueResult(models.Model):
         constraints = [models.UniqueConstraint(fields=["event", "league"], name="league_result_unique")]
         indexes = [
             models.Index(fields=["league", "period", "division", "number"], name="league_result_cohort"),
-            models.Index(fields=["league", "period", "player_id"], name="league_result_player"),
         ]
 
     def __str__(self) -> str:
