@@ -215,8 +215,8 @@ def league_player_correct(*, game: Game, player_id: str, now: datetime) -> int:
     # Their seats (a seated player's results all count in their seat's cohort): one lookup of the
     # members' unique key per live period.
     seated = Q()
-    for period in live:
-        seated |= Q(league_id=period.league.pk, period=period.period.index)
+    for one in live:
+        seated |= Q(league_id=one.league.pk, period=one.period.index)
     rows = (
         LeagueMember.objects.filter(seated, player_id=player_id)
         .values_list("league_id", "period", "division", "number", "player_id")

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from redis import RedisError
 
+from common.db import statistics_refresh
 from common.redis import broker_key, client_for
 from seasons.selectors import games_all
 
@@ -81,13 +82,17 @@ def relay_unapplied() -> int:
 
     Each event is re-sent at most every 30 s, and not at all while the queue holds a backlog
     (those events are on their way), so a slow worker is not buried under duplicates. The outbox
-    is vacuumed here when its applied (deleted) rows pile up and nothing else vacuumed it, and the
-    apply records older than the dedup markers' lifetime are deleted.
+    is vacuumed here when its applied (deleted) rows pile up and nothing else vacuumed it, the
+    tables whose statistics nothing keeps are analyzed (common/db.py `statistics_refresh`), and
+    the apply records older than the dedup markers' lifetime are deleted.
     """
     from .services import enqueue_apply
 
     apply_records_prune(before=timezone.now() - timedelta(seconds=settings.SCORING_DEDUP_TTL_S))
     outbox_vacuum()
+    analyzed = statistics_refresh()
+    if analyzed:
+        logger.info("relay: analyzed %s (their statistics were stale)", ", ".join(analyzed))
     backlog = queue_backlog()
     if backlog is None:
         logger.warning("relay: the broker is unavailable; the outbox is sent again once it is back")

@@ -6,7 +6,15 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, transaction
 
 from common.api_errors import ledger_unreachable
-from common.db import copy_rows, ids_take, insert_rows, insert_rows_returning, jsonb_binary, rows_by_keys
+from common.db import (
+    copy_rows,
+    ids_take,
+    insert_rows,
+    insert_rows_returning,
+    jsonb_binary,
+    rows_by_keys,
+    statistics_refresh,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -138,3 +146,44 @@ def _dsn() -> str:
     return psycopg.conninfo.make_conninfo(
         dbname=s["NAME"], user=s["USER"] or None, host=s["HOST"] or None, port=s["PORT"] or None
     )
+
+
+def _plan(sql: str, params: list) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+def test_statistics_refresh_analyzes_a_table_nothing_analyzed_and_its_key_lookups_use_the_index():
+    """A table shaped as the competitions' results (a unique key that starts with the event id),
+    never analyzed: a lookup of 500 event ids is costed as reading the whole table (one value in
+    200 matches, without statistics) until `statistics_refresh` analyzes it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE scratch_results (id bigserial PRIMARY KEY, event_id bigint NOT NULL, "
+            "league_id bigint NOT NULL, number integer, UNIQUE (event_id, league_id))"
+        )
+    try:
+        copy_rows("scratch_results", ["event_id", "league_id", "number"], ((i, 1, i % 30) for i in range(200_000)))
+        with connection.cursor() as cursor:  # the counters reach pg_stat_user_tables now, not within a second
+            cursor.execute("SELECT pg_stat_force_next_flush()")
+            cursor.execute("SELECT 1")
+        lookup = (
+            "SELECT league_id, number, event_id FROM scratch_results "
+            "WHERE event_id = ANY(string_to_array(%s, ',')::bigint[]) AND number IS NOT NULL"
+        )
+        ids = [",".join(str(i) for i in range(0, 200_000, 400))]
+        assert "Seq Scan" in _plan(lookup, ids)
+        analyzed = statistics_refresh(most=1000)
+        assert "scratch_results" in analyzed
+        plan = _plan(lookup, ids)
+        assert "Seq Scan" not in plan and "scratch_results_event_id_league_id_key" in plan, plan
+        assert "scratch_results" not in statistics_refresh(most=1000)  # analyzed, unchanged since
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE scratch_results")
+
+
+def test_statistics_refresh_does_nothing_inside_a_transaction():
+    with transaction.atomic():
+        assert statistics_refresh() == []
