@@ -282,11 +282,34 @@ class ServiceCpu:
     commands run inside scripts), as the difference over the phase (no RESETSTAT: nothing else of
     Redis's statistics is touched)."""
 
-    def __init__(self, groups: dict[str, list[int]], redis_url: str | None = None) -> None:
+    def __init__(
+        self, groups: dict[str, list[int]], redis_url: str | None = None, database_url: str | None = None
+    ) -> None:
         self.groups = groups
         self.phases: dict[str, dict[str, float]] = {}
         self.redis_url = redis_url
         self.commands: dict[str, dict[str, tuple[int, int]]] = {}  # phase -> command -> (calls, usec)
+        self.database_url = database_url
+        self.tables: dict[str, dict[str, tuple[int, ...]]] = {}  # phase -> table -> TABLE_COUNTERS
+
+    # pg_stat_user_tables' counters, per table (partitions summed into their table's name)
+    TABLE_COUNTERS = ("seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd", "n_tup_del")
+
+    def _tables_now(self) -> dict[str, tuple[int, ...]]:
+        if self.database_url is None:
+            return {}
+        import psycopg
+
+        counters = ", ".join(f"coalesce({c}, 0)" for c in self.TABLE_COUNTERS)
+        found: dict[str, list[int]] = {}
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            for name, *values in conn.execute(f"SELECT relname, {counters} FROM pg_stat_user_tables"):
+                table = name.split("_p20")[0]  # a monthly partition counts for its table
+                held = found.setdefault(table, [0] * len(values))
+                for i, value in enumerate(values):
+                    held[i] += int(value)
+        return {table: tuple(values) for table, values in found.items()}
 
     def _now(self) -> dict[str, float]:
         return {kind: tree_cpu_s(pids) for kind, pids in self.groups.items()}
@@ -301,18 +324,38 @@ class ServiceCpu:
 
     @contextmanager
     def phase(self, name: str):
-        before, commands = self._now(), self._commands_now()
+        before, commands, tables = self._now(), self._commands_now(), self._tables_now()
         try:
             yield
         finally:
             after, commands_after = self._now(), self._commands_now()
             self.phases[name] = {kind: after[kind] - before[kind] for kind in self.groups}
+            if self.database_url is not None:
+                time.sleep(1)  # the backends report their counters at most once a second
+                tables_after = self._tables_now()
+                self.tables[name] = {
+                    table: tuple(a - b for a, b in zip(values, tables.get(table, (0,) * len(values)), strict=True))
+                    for table, values in tables_after.items()
+                }
             if self.redis_url is not None:
                 self.commands[name] = {
                     cmd: (calls - commands.get(cmd, (0, 0))[0], usec - commands.get(cmd, (0, 0))[1])
                     for cmd, (calls, usec) in commands_after.items()
                     if calls != commands.get(cmd, (0, 0))[0]
                 }
+
+    def tables_per(self, name: str, count: int, top: int = 8) -> str:
+        """The tables with the most rows read (sequentially or by index) in the phase, each with its
+        counters per one of `count`: `scoring_scoreevent seq 0.00 (0.0 rows) idx 3.01 (1.0 rows) ins 1.00 ...`."""
+        spent = sorted(self.tables.get(name, {}).items(), key=lambda item: -(item[1][1] + item[1][3] + item[1][4]))
+        n = max(count, 1)
+        parts = []
+        for table, (seq, seq_rows, idx, idx_rows, ins, upd, dele) in spent[:top]:
+            parts.append(
+                f"{table} seq {seq / n:.3f} ({seq_rows / n:.1f} rows) idx {idx / n:.2f} ({idx_rows / n:.1f} rows)"
+                f" ins {ins / n:.2f} upd {upd / n:.2f} del {dele / n:.2f}"
+            )
+        return "; ".join(parts)
 
     def commands_per(self, name: str, count: int, top: int = 10) -> str:
         """`evalsha 120.1 us (1.0 calls), zadd 40.2 us (10.3 calls), ...`: Redis's time and calls by

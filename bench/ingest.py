@@ -729,9 +729,12 @@ def cpu_line(label: str, p: dict) -> str:
 
 
 def redis_commands_out(args, phase: str, results: int) -> None:
-    """With --redis-commands: Redis's time by command per accepted result in the phase."""
+    """With --redis-commands: Redis's time by command per accepted result in the phase; with
+    --pg-tables: the rows PostgreSQL read and wrote, by table."""
     if args.redis_commands:
         out(f"phase {phase} Redis per accepted result: {args.service_cpu.commands_per(phase, results)}")
+    if args.pg_tables:
+        out(f"phase {phase} PostgreSQL tables per accepted result: {args.service_cpu.tables_per(phase, results)}")
 
 
 def lag_text(f: dict) -> str:
@@ -1061,6 +1064,11 @@ def main() -> None:
         action="store_true",
         help="print Redis's time by command per accepted result for each phase (INFO commandstats)",
     )
+    parser.add_argument(
+        "--pg-tables",
+        action="store_true",
+        help="print PostgreSQL's scans and rows by table per accepted result for each phase (pg_stat_user_tables)",
+    )
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", help="also write all figures to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -1073,6 +1081,7 @@ def main() -> None:
     args.service_cpu = ServiceCpu(
         service_processes(redis_url(args.redis_url), os.environ.get("DATABASE_URL")),
         redis_url(args.redis_url) if args.redis_commands else None,
+        os.environ.get("DATABASE_URL") if args.pg_tables else None,
     )
 
     game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest")
