@@ -4,7 +4,9 @@ and beat; scripts/bench.sh starts them), then the service's own board writer alo
 
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 300000] [--players 1000000]
         [--offered-rate 10000] [--offered-seconds 20] [--single-connections 32] [--single-seconds 15]
-        [--no-memory] [--json PATH]
+        [--no-memory] [--json PATH] [--drift] [--redis-commands] [--pg-tables]
+    (--redis-commands, --pg-tables: after each phase's service CPU, Redis's time by command and
+    PostgreSQL's scans and rows by table, per accepted result)
     (reuse a game: --game GAME --key-id KEY --secret SECRET; without them a fresh game and server key
     are made with `manage.py create_game` / `create_server_key`)
     short run: --events 20000 --offered-seconds 3 --single-seconds 3 --no-memory
