@@ -295,18 +295,18 @@ def statistics_refresh(
     """ANALYZE the tables (a ledger month's partition is one; the partitioned parents are left out)
     whose rows changed by more than `changes_min` and `share` of their live rows since their last
     ANALYZE, none more often than every `again_after_s` (the outbox changes all the time); returns
-    the tables analyzed, the most changed first. Autovacuum does this where it runs (from 50 rows and a tenth
-    of the table: it comes first); this does it where nobody does (a database with autovacuum off,
-    as on the benchmark machine), with the relay's sweep, as `outbox_vacuum` does the outbox's
-    VACUUM.
+    the tables analyzed, the most changed first. Autovacuum does this where it runs (from 50 rows
+    and a tenth of the table: it comes first); this does it where nobody does (a database with
+    autovacuum off, as on the benchmark machine), with the relay's sweep, as `outbox_vacuum` does
+    the outbox's VACUUM.
 
     Without statistics the planner takes one value in 200 of a column to match any key, so a
     lookup of a task's 500 event ids in a table of the competitions' results (a unique key that
     starts with the event id) was costed as reading the whole table, and read it: one sequential
     scan a task, 37 ms at 400,000 rows and growing with the table, against 4-7 ms by the index
     once analyzed (docs/performance.md, "Leagues: ingest"). ANALYZE reads a sample (30,000 rows at
-    the default statistics target: 80 ms for that table) and takes no lock that reads or writes
-    wait for. Not inside a transaction (a lock held until its end)."""
+    the default statistics target: 80 ms for that table) and takes no lock that reading or writing
+    rows waits for. Not inside a transaction (its lock would be held until the end)."""
     if connection.in_atomic_block:
         return []
     with connection.cursor() as cursor:
