@@ -295,10 +295,11 @@ def statistics_refresh(
     """ANALYZE the tables (a ledger month's partition is one; the partitioned parents are left out)
     whose rows changed by more than `changes_min` and `share` of their live rows since their last
     ANALYZE, none more often than every `again_after_s` (the outbox changes all the time); returns
-    the tables analyzed, the most changed first. Autovacuum does this where it runs (from 50 rows
-    and a tenth of the table: it comes first); this does it where nobody does (a database with
-    autovacuum off, as on the benchmark machine), with the relay's sweep, as `outbox_vacuum` does
-    the outbox's VACUUM.
+    the tables analyzed, the most changed first. Only the tables the connection's role may analyze
+    (its own: PostgreSQL would skip another's with a warning, and the next sweep would try again).
+    Autovacuum does this where it runs (from 50 rows and a tenth of the table: it comes first);
+    this does it where nobody does (a database with autovacuum off, as on the benchmark machine),
+    with the relay's sweep, as `outbox_vacuum` does the outbox's VACUUM.
 
     Without statistics the planner takes one value in 200 of a column to match any key, so a
     lookup of a task's 500 event ids in a table of the competitions' results (a unique key that
@@ -314,7 +315,7 @@ def statistics_refresh(
             "SELECT schemaname, relname FROM pg_stat_user_tables "
             "WHERE n_mod_since_analyze >= greatest(%s, %s * n_live_tup) "
             "AND coalesce(greatest(last_analyze, last_autoanalyze), '-infinity') < now() - %s * interval '1 second' "
-            "AND relid IN (SELECT oid FROM pg_class WHERE relkind = 'r') "
+            "AND relid IN (SELECT oid FROM pg_class WHERE relkind = 'r' AND pg_has_role(relowner, 'USAGE')) "
             "ORDER BY n_mod_since_analyze DESC LIMIT %s",
             [changes_min, share, again_after_s, most],
         )

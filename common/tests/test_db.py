@@ -1,6 +1,8 @@
 """The bulk SQL helpers against the real PostgreSQL: conflicts, counts, filtered returns, and a
 connection that goes on after a rolled-back transaction."""
 
+import os
+
 import psycopg
 import pytest
 from django.db import IntegrityError, OperationalError, connection, transaction
@@ -182,6 +184,30 @@ def test_statistics_refresh_analyzes_a_table_nothing_analyzed_and_its_key_lookup
     finally:
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE scratch_results")
+
+
+def test_statistics_refresh_leaves_the_tables_of_other_roles_alone():
+    """A role that may not analyze a table (not its owner) does not pick it, sweep after sweep."""
+    role = f"scratch_analyst_{os.getpid()}"
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE scratch_others (id bigserial PRIMARY KEY, n integer)")
+        cursor.execute(f"CREATE ROLE {role} NOLOGIN")
+    try:
+        copy_rows("scratch_others", ["n"], ((i,) for i in range(5_000)))
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_force_next_flush()")
+            cursor.execute("SELECT 1")
+            cursor.execute(f"SET ROLE {role}")
+        try:
+            assert "scratch_others" not in statistics_refresh(most=1000)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET ROLE")
+        assert "scratch_others" in statistics_refresh(most=1000)  # its owner's (the test's) role may
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE scratch_others")
+            cursor.execute(f"DROP ROLE {role}")
 
 
 def test_statistics_refresh_does_nothing_inside_a_transaction():
