@@ -292,7 +292,7 @@ class ServiceCpu:
         self.database_url = database_url
         self.tables: dict[str, dict[str, tuple[int, ...]]] = {}  # phase -> table -> TABLE_COUNTERS
 
-    # pg_stat_user_tables' counters, per table (partitions summed into their table's name)
+    # pg_stat_user_tables' counters, per table (a partition's summed into its parent's)
     TABLE_COUNTERS = ("seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd", "n_tup_del")
 
     def _tables_now(self) -> dict[str, tuple[int, ...]]:
@@ -300,12 +300,15 @@ class ServiceCpu:
             return {}
         import psycopg
 
-        counters = ", ".join(f"coalesce({c}, 0)" for c in self.TABLE_COUNTERS)
+        counters = ", ".join(f"coalesce(s.{c}, 0)" for c in self.TABLE_COUNTERS)
         found: dict[str, list[int]] = {}
         with psycopg.connect(self.database_url, autocommit=True) as conn:
             conn.execute("SELECT pg_stat_clear_snapshot()")
-            for name, *values in conn.execute(f"SELECT relname, {counters} FROM pg_stat_user_tables"):
-                table = name.split("_p20")[0]  # a monthly partition counts for its table
+            rows = conn.execute(
+                f"SELECT coalesce(parent.relname, s.relname), {counters} FROM pg_stat_user_tables s "
+                "LEFT JOIN pg_inherits i ON i.inhrelid = s.relid LEFT JOIN pg_class parent ON parent.oid = i.inhparent"
+            )
+            for table, *values in rows:
                 held = found.setdefault(table, [0] * len(values))
                 for i, value in enumerate(values):
                     held[i] += int(value)
@@ -338,15 +341,16 @@ class ServiceCpu:
                     for table, values in tables_after.items()
                 }
             if self.redis_url is not None:
-                self.commands[name] = {
+                spent = {
                     cmd: (calls - commands.get(cmd, (0, 0))[0], usec - commands.get(cmd, (0, 0))[1])
                     for cmd, (calls, usec) in commands_after.items()
-                    if calls != commands.get(cmd, (0, 0))[0]
                 }
+                self.commands[name] = {cmd: counts for cmd, counts in spent.items() if counts[0]}
 
     def tables_per(self, name: str, count: int, top: int = 8) -> str:
-        """The tables with the most rows read (sequentially or by index) in the phase, each with its
-        counters per one of `count`: `scoring_scoreevent seq 0.00 (0.0 rows) idx 3.01 (1.0 rows) ins 1.00 ...`."""
+        """The tables with the most rows read (sequentially or by index) and inserted in the phase,
+        each with its counters per one of `count`: `scoring_scoreevent seq 0.000 (0.0 rows) idx 1.00
+        (1.0 rows) ins 1.00 upd 0.00 del 0.00`."""
         spent = sorted(self.tables.get(name, {}).items(), key=lambda item: -(item[1][1] + item[1][3] + item[1][4]))
         n = max(count, 1)
         parts = []

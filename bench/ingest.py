@@ -730,9 +730,9 @@ def cpu_line(label: str, p: dict) -> str:
     return f"{label} load generator: {cpu:.1f} s CPU in {p['wall_s']:.1f} s = {share * 100:.0f}% of one core"
 
 
-def redis_commands_out(args, phase: str, results: int) -> None:
-    """With --redis-commands: Redis's time by command per accepted result in the phase; with
-    --pg-tables: the rows PostgreSQL read and wrote, by table."""
+def phase_details_out(args, phase: str, results: int) -> None:
+    """With --redis-commands, Redis's time by command per accepted result in the phase; with
+    --pg-tables, PostgreSQL's scans and rows by table."""
     if args.redis_commands:
         out(f"phase {phase} Redis per accepted result: {args.service_cpu.commands_per(phase, results)}")
     if args.pg_tables:
@@ -781,7 +781,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
     out(f"phase 1 max rate: {lag_text(p1)}; {exact}")
     out(cpu_line("phase 1", meter.phases["1"]))
     out(f"phase 1 service CPU per accepted result: {args.service_cpu.per('1', p1['results_accepted'], 'us')}")
-    redis_commands_out(args, "1", p1["results_accepted"])
+    phase_details_out(args, "1", p1["results_accepted"])
 
     if args.offered_seconds > 0:
         if not args.offered_rate:  # a share of what the service just sustained
@@ -912,7 +912,7 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
             f"phase {phase} service CPU per accepted result: "
             f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
         )
-        redis_commands_out(args, phase, got["results_accepted"])
+        phase_details_out(args, phase, got["results_accepted"])
         if tournament:
             best: dict[str, int] = {}
             for batch in batches:
@@ -1002,7 +1002,7 @@ async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
             f"phase {phase} service CPU per accepted result: "
             f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
         )
-        redis_commands_out(args, phase, got["results_accepted"])
+        phase_details_out(args, phase, got["results_accepted"])
         for batch in batches:
             for pid, pts, _ in batch.accepted:
                 points[pid] = points.get(pid, 0) + pts
