@@ -150,6 +150,13 @@ def _dsn() -> str:
     )
 
 
+def _counters_flushed() -> None:
+    """This connection's row counts in pg_stat_user_tables now, not within a second."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+        cursor.execute("SELECT 1")
+
+
 def _plan(sql: str, params: list) -> str:
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
@@ -167,9 +174,7 @@ def test_statistics_refresh_analyzes_a_table_nothing_analyzed_and_its_key_lookup
         )
     try:
         copy_rows("scratch_results", ["event_id", "league_id", "number"], ((i, 1, i % 30) for i in range(200_000)))
-        with connection.cursor() as cursor:  # the counters reach pg_stat_user_tables now, not within a second
-            cursor.execute("SELECT pg_stat_force_next_flush()")
-            cursor.execute("SELECT 1")
+        _counters_flushed()
         lookup = (
             "SELECT league_id, number, event_id FROM scratch_results "
             "WHERE event_id = ANY(string_to_array(%s, ',')::bigint[]) AND number IS NOT NULL"
@@ -194,9 +199,8 @@ def test_statistics_refresh_leaves_the_tables_of_other_roles_alone():
         cursor.execute(f"CREATE ROLE {role} NOLOGIN")
     try:
         copy_rows("scratch_others", ["n"], ((i,) for i in range(5_000)))
+        _counters_flushed()
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_stat_force_next_flush()")
-            cursor.execute("SELECT 1")
             cursor.execute(f"SET ROLE {role}")
         try:
             assert "scratch_others" not in statistics_refresh(most=1000)
