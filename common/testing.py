@@ -62,7 +62,7 @@ def database_url(database: dict[str, object]) -> str:
     # Not the pool, nor connect_timeout (the process takes DATABASE_CONNECT_TIMEOUT_S as its own).
     skip = {"pool", "connect_timeout"}
     options = {k: str(v) for k, v in given.items() if k not in skip} if isinstance(given, dict) else {}
-    query = f"?{urlencode(options)}" if options else ""
+    query = f"?{urlencode(options, quote_via=quote)}" if options else ""  # a space as %20: libpq reads no "+"
     return f"postgresql://{user}{password}@{servers}/{quote(str(database['NAME']), safe='')}{query}"
 
 

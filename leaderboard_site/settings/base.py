@@ -73,6 +73,16 @@ TEMPLATES = [
 _DATABASE = database_from_url(env_str("DATABASE_URL", DEFAULT_DATABASE_URL))
 _DATABASE_OPTIONS = _DATABASE.pop("OPTIONS")
 assert isinstance(_DATABASE_OPTIONS, dict)
+# The planner's price of a page read out of order, for this service's sessions (libpq's `options`,
+# before any the URL gives). PostgreSQL's default, 4, prices a disk that seeks; the ledger's working
+# set is cached and on SSD, where 1.1 is the usual setting. With 4 the worker's lookup of a task's
+# 2,000 event ids in a 200,000-row table (its competitions' results) was a parallel sequential
+# scan, 20-30 ms; by the unique index 1-4 ms (docs/performance.md, "Leagues: ingest", fifth
+# round). Empty: the server's own setting; one the URL's `options` sets wins.
+DATABASE_RANDOM_PAGE_COST = env_str("DATABASE_RANDOM_PAGE_COST", "1.1")
+_url_options = str(_DATABASE_OPTIONS.get("options", ""))
+if DATABASE_RANDOM_PAGE_COST and "random_page_cost" not in _url_options:
+    _DATABASE_OPTIONS["options"] = f"-c random_page_cost={DATABASE_RANDOM_PAGE_COST} {_url_options}".strip()
 
 DATABASES = {
     "default": {
