@@ -291,6 +291,7 @@ class ServiceCpu:
         self.commands: dict[str, dict[str, tuple[int, int]]] = {}  # phase -> command -> (calls, usec)
         self.database_url = database_url
         self.tables: dict[str, dict[str, tuple[int, ...]]] = {}  # phase -> table -> TABLE_COUNTERS
+        self.machine: dict[str, tuple[float, float]] = {}  # phase -> (busy, steal), shares of all CPU time
 
     # pg_stat_user_tables' counters, per table (a partition's summed into its parent's)
     TABLE_COUNTERS = ("seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd", "n_tup_del")
@@ -317,6 +318,19 @@ class ServiceCpu:
     def _now(self) -> dict[str, float]:
         return {kind: tree_cpu_s(pids) for kind, pids in self.groups.items()}
 
+    @staticmethod
+    def _machine_now() -> tuple[int, int, int] | None:
+        """The machine's CPU time so far (/proc/stat, ticks of all cores): busy, stolen, total. Stolen
+        is time the hypervisor gave another guest while this one had work: a phase with more of it
+        ran on less machine than the others (on this VM, runs 25-40% apart in every kind at once)."""
+        try:
+            with open("/proc/stat") as stat:
+                user, nice, system, idle, iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
+        except (OSError, ValueError):
+            return None
+        busy = user + nice + system + irq + softirq
+        return busy, steal, busy + idle + iowait + steal
+
     def _commands_now(self) -> dict[str, tuple[int, int]]:
         if self.redis_url is None:
             return {}
@@ -328,11 +342,15 @@ class ServiceCpu:
     @contextmanager
     def phase(self, name: str):
         before, commands, tables = self._now(), self._commands_now(), self._tables_now()
+        machine = self._machine_now()
         try:
             yield
         finally:
-            after, commands_after = self._now(), self._commands_now()
+            after, commands_after, machine_after = self._now(), self._commands_now(), self._machine_now()
             self.phases[name] = {kind: after[kind] - before[kind] for kind in self.groups}
+            if machine is not None and machine_after is not None and machine_after[2] > machine[2]:
+                total = machine_after[2] - machine[2]
+                self.machine[name] = ((machine_after[0] - machine[0]) / total, (machine_after[1] - machine[1]) / total)
             if self.database_url is not None:
                 time.sleep(1)  # the backends report their counters at most once a second
                 tables_after = self._tables_now()
@@ -373,4 +391,7 @@ class ServiceCpu:
         spent = self.phases.get(name, {})
         scale = 1000 if unit == "ms" else 1e6
         parts = [f"{kind} {scale * cpu / max(count, 1):.3f} {unit}" for kind, cpu in spent.items()]
+        if name in self.machine:
+            busy, steal = self.machine[name]
+            parts.append(f"(the machine {busy * 100:.0f}% busy, {steal * 100:.1f}% stolen by the host)")
         return ", ".join(parts) if parts else "(the service's processes are not visible from here)"
