@@ -23,7 +23,6 @@ worker's successor resumes where it stopped:
 """
 
 import logging
-from collections import defaultdict
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -324,17 +323,19 @@ def waiting_seat(*, league: League, now: datetime) -> int:
     seats decided as a first result's are, their results' rows given the cohort, and the results
     sent to the worker again for the cohort board (their season boards skip them by their dedup
     markers). Returns how many results were placed."""
-    waiting = LeagueResult.objects.filter(league=league, number__isnull=True).order_by("event_id")
-    by_period: dict[int, list[LeagueResult]] = defaultdict(list)
-    for row in waiting.select_related("event"):
-        if row.event.status == EventStatus.ACCEPTED:
-            by_period[row.period].append(row)
+    waiting = LeagueResult.objects.filter(league=league, number__isnull=True)
     placed = 0
-    for index, rows in sorted(by_period.items()):
+    for index in sorted(set(waiting.values_list("period", flat=True))):
         period = league_period(league, index)
         if period is None or period.closes_at <= now:
             continue
-        placed += _seat_rows(league, period, rows, now)
+        # Joined to the ledger within the period's months (constant bounds): by the event id alone
+        # the planner may read every month's index.
+        played = played_between(period.starts_at, period.ends_at)
+        found = waiting.filter(period=index, event__played_at__range=played).select_related("event")
+        rows = [row for row in found.order_by("event_id") if row.event.status == EventStatus.ACCEPTED]
+        if rows:
+            placed += _seat_rows(league, period, rows, now)
     return placed
 
 
