@@ -87,3 +87,28 @@ def test_a_process_started_on_a_multi_host_url_has_its_settings():
     assert (host, port, prefix) == ("127.0.0.1,127.0.0.1", "5441,5442", deployment_prefix(url))
     # The URL's libpq parameters join the pool's options, not replace them.
     assert options["target_session_attrs"] == "read-write" and options["pool"]["timeout"] > 0
+
+
+def _options_of(**env: str) -> subprocess.CompletedProcess:
+    script = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps(s.DATABASES['default']['OPTIONS'].get('options')))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=process_env(**env), capture_output=True, text=True
+    )
+
+
+def test_the_sessions_page_price_joins_the_urls_options_and_a_bad_one_stops_the_start():
+    """DATABASE_RANDOM_PAGE_COST goes into libpq's `options` before the URL's own; a URL that sets
+    the price itself wins; a value PostgreSQL would refuse stops the process at start-up instead of
+    failing every connection."""
+    url = "postgresql://postgres@127.0.0.1:5432/x?options=-c%20statement_timeout%3D5s"
+    done = _options_of(DATABASE_URL=url)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == "-c random_page_cost=1.1 -c statement_timeout=5s"
+    own = "postgresql://postgres@127.0.0.1:5432/x?options=-c%20random_page_cost%3D2"
+    assert json.loads(_options_of(DATABASE_URL=own).stdout.strip().splitlines()[-1]) == "-c random_page_cost=2"
+    off = _options_of(DATABASE_URL="postgresql://postgres@127.0.0.1:5432/x", DATABASE_RANDOM_PAGE_COST="")
+    assert json.loads(off.stdout.strip().splitlines()[-1]) is None
+    bad = _options_of(DATABASE_RANDOM_PAGE_COST="fast")
+    assert bad.returncode != 0 and "DATABASE_RANDOM_PAGE_COST must be a positive number" in bad.stderr, bad.stderr
