@@ -322,7 +322,8 @@ class ServiceCpu:
     def _machine_now() -> tuple[int, int, int] | None:
         """The machine's CPU time so far (/proc/stat, ticks of all cores): busy, stolen, total. Stolen
         is time the hypervisor gave another guest while this one had work: a phase with more of it
-        ran on less machine than the others (on this VM, runs 25-40% apart in every kind at once)."""
+        ran on less machine than the others. (On this VM the same phase's CPU per result moved by
+        30-48% between runs with at most 1.1% stolen: the host slows it in ways this does not see.)"""
         try:
             with open("/proc/stat") as stat:
                 user, nice, system, idle, iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])

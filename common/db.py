@@ -144,6 +144,18 @@ def rows_by_keys(
         return list(cursor.fetchall())
 
 
+# Many bigint ids as one query parameter: `... WHERE id = ANY(ID_ARRAY)` with `id_list(ids)`. psycopg
+# would quote a 2,000-element list element by element in Python, and a query of 2,000 placeholders
+# is split anew at each execution (too long for its cache) and costs PostgreSQL 2-3 ms to plan (the
+# array: 0.6 ms).
+ID_ARRAY = "string_to_array(%s, ',')::bigint[]"
+
+
+def id_list(ids: Iterable[int]) -> str:
+    """The ids as the one parameter `ID_ARRAY` reads."""
+    return ",".join(map(str, ids))
+
+
 def insert_rows(
     table: str,
     columns: Sequence[tuple[str, str]],

@@ -19,7 +19,7 @@ from django.db.models import Count, Q
 
 from boards.models import Player
 from boards.writer import CompetitionBoard, EventRow, GamePaused, competition_scores_write
-from common.db import copy_rows
+from common.db import ID_ARRAY, copy_rows, id_list
 from common.redis import boards_client
 from competitions.boards import period_board
 from competitions.counters import counters_fill
@@ -100,13 +100,11 @@ def competition_boards_of(rows: list[EventRow]) -> CompetitionWork:
     by_id = {row.id: row for row in rows}
     # Plain tuples, not model instances: a batch holds thousands of counted rows (measured: the
     # instances cost the worker 60 us an event, docs/performance.md "Tournaments").
-    # The ids as one comma-joined parameter: 2,000 placeholders cost PostgreSQL 2-3 ms to plan, the
-    # array 0.6 ms (and psycopg splits such a query anew at each execution).
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT tournament_id, period, event_id FROM {TournamentResult._meta.db_table} "
-            "WHERE event_id = ANY(string_to_array(%s, ',')::bigint[]) AND verdict = %s AND period IS NOT NULL",
-            [",".join(map(str, by_id)), COUNTED],
+            f"WHERE event_id = ANY({ID_ARRAY}) AND verdict = %s AND period IS NOT NULL",
+            [id_list(by_id), COUNTED],
         )
         counted = cursor.fetchall()
     grouped: dict[tuple[int, int], list[EventRow]] = defaultdict(list)

@@ -325,7 +325,7 @@ def waiting_seat(*, league: League, now: datetime) -> int:
     markers). Returns how many results were placed."""
     waiting = LeagueResult.objects.filter(league=league, number__isnull=True)
     placed = 0
-    for index in sorted(set(waiting.values_list("period", flat=True))):
+    for index in waiting.order_by("period").values_list("period", flat=True).distinct():
         period = league_period(league, index)
         if period is None or period.closes_at <= now:
             continue

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection
 
 from boards.writer import CompetitionBoard, EventRow
-from common.db import copy_rows
+from common.db import ID_ARRAY, copy_rows, id_list
 from competitions.league_assign import Seat, members_record, seats_decide, seats_undo
 from competitions.league_boards import cohort_boards_of_period
 from competitions.league_models import League
@@ -95,13 +95,11 @@ def league_boards_of(rows: list[EventRow]) -> dict[CompetitionBoard, list[EventR
     if not rows:
         return {}
     by_id = {row.id: row for row in rows}
-    # The ids as one comma-joined parameter: psycopg splits a query of 2,000 placeholders anew at
-    # each execution (too long for its cache).
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT league_id, period, division, number, event_id FROM {LeagueResult._meta.db_table} "
-            "WHERE event_id = ANY(string_to_array(%s, ',')::bigint[]) AND number IS NOT NULL",
-            [",".join(map(str, by_id))],
+            f"WHERE event_id = ANY({ID_ARRAY}) AND number IS NOT NULL",
+            [id_list(by_id)],
         )
         found = cursor.fetchall()
     grouped: dict[tuple[int, int, int, int], list[EventRow]] = defaultdict(list)

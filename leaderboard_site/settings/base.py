@@ -90,12 +90,13 @@ assert isinstance(_DATABASE_OPTIONS, dict)
 # round). Empty: the server's own setting; one the URL's `options` sets wins.
 DATABASE_RANDOM_PAGE_COST = env_str("DATABASE_RANDOM_PAGE_COST", "1.1")
 _url_options = str(_DATABASE_OPTIONS.get("options", ""))
-try:  # a value PostgreSQL refuses would fail every connection, not the start
-    if DATABASE_RANDOM_PAGE_COST and float(DATABASE_RANDOM_PAGE_COST) <= 0:
-        raise ValueError
-except ValueError:
-    given = DATABASE_RANDOM_PAGE_COST
-    raise ConfigError(f"DATABASE_RANDOM_PAGE_COST must be a positive number, got {given!r}") from None
+if DATABASE_RANDOM_PAGE_COST:  # a value PostgreSQL refuses would fail every connection, not the start
+    try:
+        _price = float(DATABASE_RANDOM_PAGE_COST)
+    except ValueError:
+        _price = 0.0
+    if not _price > 0:
+        raise ConfigError(f"DATABASE_RANDOM_PAGE_COST must be a positive number, got {DATABASE_RANDOM_PAGE_COST!r}")
 if DATABASE_RANDOM_PAGE_COST and "random_page_cost" not in _url_options:
     _DATABASE_OPTIONS["options"] = f"-c random_page_cost={DATABASE_RANDOM_PAGE_COST} {_url_options}".strip()
 
