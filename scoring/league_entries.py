@@ -9,6 +9,7 @@ same transaction as the events, and gives the seats back when that transaction f
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection
@@ -29,7 +30,14 @@ def leagues_of(*, game_id: int) -> list[League]:
     return list(League.objects.filter(game_id=game_id).select_related("game"))
 
 
-PeriodsFound = dict[int, Period]  # league pk -> the period last found for it (`seats_of_results`)
+@dataclass
+class PeriodsFound:
+    """What `seats_of_results` worked out for a caller that asks for many matches: each league's
+    period last found (by pk), and the (league pk, played_at) pairs that no period holds (results
+    played before a league's first period, or between two, would each work it out again)."""
+
+    last: dict[int, Period] = field(default_factory=dict)
+    outside: set[tuple[int, datetime]] = field(default_factory=set)
 
 
 def seats_of_results(
@@ -41,19 +49,24 @@ def seats_of_results(
     found: PeriodsFound | None = None,
 ) -> list[list[Seat]]:
     """One list of seats per result (player id, accepted): one per league with an open period (its
-    grace not over) holding `played_at`, for accepted results only. `found`: the period last found
-    for each league (by pk), kept by a caller that asks for many matches: a league's periods do
-    not overlap, so one that holds `played_at` is the one (working it out from the schedule was
-    a fifth of a batch's league CPU on the web)."""
+    grace not over) holding `played_at`, for accepted results only. `found`: what earlier matches
+    worked out, kept by a caller that asks for many: a league's periods do not overlap, so one
+    that holds `played_at` is the one, and a time no period held holds none (working it out from
+    the schedule was a fifth of a batch's league CPU on the web)."""
     periods = []
     for league in leagues:
         if league.created_at > now:
             continue
-        period = found.get(league.pk) if found is not None else None
+        period = found.last.get(league.pk) if found is not None else None
         if period is None or not period.contains(played_at):
+            if found is not None and (league.pk, played_at) in found.outside:
+                continue
             period = league_period_holding(league, played_at)
-            if found is not None and period is not None:
-                found[league.pk] = period
+            if found is not None:
+                if period is not None:
+                    found.last[league.pk] = period
+                else:
+                    found.outside.add((league.pk, played_at))
         if period is not None and period.closes_at > now:
             periods.append((league, period))
     return [

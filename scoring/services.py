@@ -420,7 +420,7 @@ def _league_seats(*, game: Game, pending: list[_Pending], now: datetime) -> None
     if not leagues:
         return
     seats: list[Seat] = []
-    found: PeriodsFound = {}
+    found = PeriodsFound()
     for p in pending:
         results = (
             (r.player_id, v.status == EventStatus.ACCEPTED) for r, v in zip(p.match.results, p.verdicts, strict=True)

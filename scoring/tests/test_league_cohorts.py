@@ -70,6 +70,34 @@ def test_only_accepted_results_seat_and_a_league_created_later_counts_nothing():
     assert list(LeagueResult.objects.values_list("player_id", flat=True)) == ["maya"]
 
 
+def test_a_batchs_matches_work_out_each_leagues_period_once_also_when_none_holds_them(monkeypatch):
+    """Results played before a league's first period count in none; a batch of them asks the
+    schedule once per played_at, not once per match, and a later match in the period is seated."""
+    from scoring import league_entries
+
+    game = make_game()
+    league = make_league(game)
+    asked = []
+    real = league_entries.league_period_holding
+    monkeypatch.setattr(
+        league_entries, "league_period_holding", lambda lg, moment: asked.append(moment) or real(lg, moment)
+    )
+    now = timezone.now()
+    before = league.starts_at - timedelta(minutes=30)
+    found = league_entries.PeriodsFound()
+    for _ in range(3):
+        [early] = league_entries.seats_of_results(
+            leagues=[league], results=[("early", True)], played_at=before, now=now, found=found
+        )
+        assert early == []
+    [seats] = league_entries.seats_of_results(
+        leagues=[league], results=[("late", True)], played_at=now, now=now, found=found
+    )
+    [seat] = seats
+    assert (seat.player_id, seat.period.index) == ("late", 4)
+    assert asked == [before, now]
+
+
 def test_the_division_comes_from_the_players_row_else_the_lowest():
     game = make_game()
     key = make_key(game)
