@@ -43,14 +43,19 @@ def _manage(*args: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def provision(game: str | None, key_id: str | None, secret: str | None, label: str) -> tuple[str, str, str]:
-    """The given game and key, or a fresh game `bench-<random>` with a new server key."""
+def provision(
+    game: str | None, key_id: str | None, secret: str | None, label: str, season_start: str | None = None
+) -> tuple[str, str, str]:
+    """The given game and key, or a fresh game `bench-<random>` with a new server key (its season
+    from `season_start`, ISO 8601, default now)."""
     if game and key_id and secret:
         return game, key_id, secret
     if game or key_id or secret:
         raise SystemExit("give all of --game, --key-id and --secret, or none")
     slug = f"bench-{label}-{secrets.token_hex(4)}"
-    created = _manage("create_game", slug, "--name", "Bench")
+    created = _manage(
+        "create_game", slug, "--name", "Bench", *(["--season-start", season_start] if season_start else [])
+    )
     key = _manage("create_server_key", created["game"])
     log(f"provisioned game {created['game']} (season {created['season']}), key {key['key_id']}")
     return created["game"], key["key_id"], key["secret"]
@@ -197,7 +202,10 @@ class CpuMeter:
             yield
         finally:
             wall2, own2, kids2 = self._now()
-            self.phases[name] = {"wall_s": wall2 - wall, "self_cpu_s": own2 - own, "children_cpu_s": kids2 - kids}
+            held = self.phases.setdefault(name, {"wall_s": 0.0, "self_cpu_s": 0.0, "children_cpu_s": 0.0})
+            held["wall_s"] += wall2 - wall  # a name measured again adds up (interleaved blocks)
+            held["self_cpu_s"] += own2 - own
+            held["children_cpu_s"] += kids2 - kids
 
     def totals(self) -> dict[str, float]:
         wall = sum(p["wall_s"] for p in self.phases.values())
@@ -291,7 +299,7 @@ class ServiceCpu:
         self.commands: dict[str, dict[str, tuple[int, int]]] = {}  # phase -> command -> (calls, usec)
         self.database_url = database_url
         self.tables: dict[str, dict[str, tuple[int, ...]]] = {}  # phase -> table -> TABLE_COUNTERS
-        self.machine: dict[str, tuple[float, float]] = {}  # phase -> (busy, steal), shares of all CPU time
+        self.ticks: dict[str, tuple[int, int, int]] = {}  # phase -> the machine's (busy, steal, total) ticks
 
     # pg_stat_user_tables' counters, per table (a partition's summed into its parent's)
     TABLE_COUNTERS = ("seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd", "n_tup_del")
@@ -340,31 +348,42 @@ class ServiceCpu:
         stats = redis.Redis.from_url(self.redis_url).info("commandstats")
         return {name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"])) for name, v in stats.items()}
 
+    @property
+    def machine(self) -> dict[str, tuple[float, float]]:
+        """Per phase, the machine's (busy, stolen) shares of all its CPU time."""
+        return {name: (busy / total, steal / total) for name, (busy, steal, total) in self.ticks.items() if total}
+
     @contextmanager
     def phase(self, name: str):
+        """Measures the block as phase `name`; a name measured again adds up (interleaved blocks of
+        one workload count as one phase)."""
         before, commands, tables = self._now(), self._commands_now(), self._tables_now()
         machine = self._machine_now()
         try:
             yield
         finally:
             after, commands_after, machine_after = self._now(), self._commands_now(), self._machine_now()
-            self.phases[name] = {kind: after[kind] - before[kind] for kind in self.groups}
-            if machine is not None and machine_after is not None and machine_after[2] > machine[2]:
-                total = machine_after[2] - machine[2]
-                self.machine[name] = ((machine_after[0] - machine[0]) / total, (machine_after[1] - machine[1]) / total)
+            held = self.phases.setdefault(name, dict.fromkeys(self.groups, 0.0))
+            for kind in self.groups:
+                held[kind] += after[kind] - before[kind]
+            if machine is not None and machine_after is not None:
+                ticks = self.ticks.get(name, (0, 0, 0))
+                self.ticks[name] = tuple(t + a - b for t, a, b in zip(ticks, machine_after, machine, strict=True))
             if self.database_url is not None:
                 time.sleep(1)  # the backends report their counters at most once a second
                 tables_after = self._tables_now()
-                self.tables[name] = {
-                    table: tuple(a - b for a, b in zip(values, tables.get(table, (0,) * len(values)), strict=True))
-                    for table, values in tables_after.items()
-                }
+                held_tables = self.tables.setdefault(name, {})
+                for table, values in tables_after.items():
+                    spent = (a - b for a, b in zip(values, tables.get(table, (0,) * len(values)), strict=True))
+                    earlier = held_tables.get(table, (0,) * len(values))
+                    held_tables[table] = tuple(e + x for e, x in zip(earlier, spent, strict=True))
             if self.redis_url is not None:
-                spent = {
-                    cmd: (calls - commands.get(cmd, (0, 0))[0], usec - commands.get(cmd, (0, 0))[1])
-                    for cmd, (calls, usec) in commands_after.items()
-                }
-                self.commands[name] = {cmd: counts for cmd, counts in spent.items() if counts[0]}
+                held_commands = self.commands.setdefault(name, {})
+                for cmd, (calls, usec) in commands_after.items():
+                    was_calls, was_usec = commands.get(cmd, (0, 0))
+                    if calls - was_calls:
+                        earlier_calls, earlier_usec = held_commands.get(cmd, (0, 0))
+                        held_commands[cmd] = (earlier_calls + calls - was_calls, earlier_usec + usec - was_usec)
 
     def tables_per(self, name: str, count: int, top: int = 8) -> str:
         """The tables with the most rows read (sequentially or by index) and inserted in the phase,
@@ -392,7 +411,8 @@ class ServiceCpu:
         spent = self.phases.get(name, {})
         scale = 1000 if unit == "ms" else 1e6
         parts = [f"{kind} {scale * cpu / max(count, 1):.3f} {unit}" for kind, cpu in spent.items()]
-        if name in self.machine:
-            busy, steal = self.machine[name]
+        shares = self.machine.get(name)
+        if shares is not None:
+            busy, steal = shares
             parts.append(f"(the machine {busy * 100:.0f}% busy, {steal * 100:.1f}% stolen by the host)")
         return ", ".join(parts) if parts else "(the service's processes are not visible from here)"

@@ -52,12 +52,18 @@ Phases, in this order:
      right after (the ledger and boards as large as in 6). Figures: events/s end-to-end of each,
      their ratio to phase 4's raw, and 6's share of 7 (the contract: at least 0.8); the tournament
      board's exactness for --verify sampled players (their best accepted result).
-  8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions)
-     and phase 1's workload is sent again, every result of the game counting for it: nearly every
-     result is its player's first of the period (seated in Lua before the 202). 9: the same players
-     once more, now seated. Figures: events/s end-to-end of each and its share of phase 7's (the
-     contract: at least 0.8); the seated players and cohorts against the accepted players, and
-     --verify sampled players' cohort scores (the sum of both phases).
+  8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions,
+     its first period opened a minute ago) and two workloads of --events results each are sent,
+     interleaved in --league-blocks (4) blocks each, ABBA (L B B L L B ...), the boards caught up
+     after each block: L, phase 1's workload played now, every result counting in the league's
+     period (nearly every one its player's first of the period: seated in Lua before the 202); B,
+     other players' results played a minute before that period opened (the season's boards only).
+     Same game, history, ledger and machine: B lacks exactly the league's work per result, and a
+     machine whose speed moves over minutes moves both alike. 9: the same again, L's players now
+     seated. Figures: events/s end-to-end of each workload (its accepted results over the sum of its
+     blocks' times), L's share of B's (the contract: at least 0.8) and of phase 7's; the seated
+     players and cohorts against L's accepted players, and --verify sampled players' cohort scores
+     (the sum of their L results in both phases).
   7b. with --drift (after 7, before 8): phase 7 once more, naming none: the share of phase 7 it
      gets is what --events more results in the boards and ledger cost a phase by themselves.
 Between phases the script waits until the boards have caught up (queue_lag_s == 0).
@@ -145,10 +151,12 @@ def batches_make(
     sample_every: int,
     tag: str,
     tournament: str | None = None,
+    played_at: str | None = None,
 ) -> list[Batch]:
     """`events` results in batches of `size` one-result matches; every `sample_every`'th batch (0:
-    none) has a unique sentinel player in its last match. `tournament`: every match names it."""
-    played_at = now_iso(ceil=True)
+    none) has a unique sentinel player in its last match. `tournament`: every match names it;
+    `played_at`: every match's (default: now)."""
+    played_at = played_at or now_iso(ceil=True)
     batches = []
     for b, start in enumerate(range(0, events, size)):
         results = []
@@ -380,10 +388,12 @@ async def progress(label: str, tally: Tally, total: int, quiet: bool) -> None:
 
 
 # --------------------------------------------------------------------------- phase 1: max rate
-async def max_rate(args, svc: Service, batches: list[Batch], label: str = "phase 1") -> dict:
+async def max_rate(args, svc: Service, batches: list[Batch], label: str = "phase 1", verify: int | None = None) -> dict:
+    """`verify`: players sampled for the exactness check (default --verify). The figures keep the
+    request latencies and lags themselves too (`latencies_s`, `lags_s`), for blocks summed up."""
     total = sum(len(b.results) for b in batches)
     counted = sorted({pid for b in batches for pid, _, _ in b.results if b.sentinel != pid})
-    sample = random.Random(1).sample(counted, min(args.verify, len(counted)))
+    sample = random.Random(1).sample(counted, min(args.verify if verify is None else verify, len(counted)))
     conn = svc.conn()
     before = {pid: await svc.board_score(conn, "all", pid) or 0 for pid in sample}  # 0 on a fresh game
 
@@ -433,6 +443,8 @@ async def max_rate(args, svc: Service, batches: list[Batch], label: str = "phase
         "verified": len(sample),
         "mismatches": len(wrong),
         "mismatch_examples": wrong[:10],
+        "latencies_s": tally.latencies,
+        "lags_s": poller.lags,
     }
 
 
@@ -931,10 +943,18 @@ async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> di
 LEAGUE = "bench-league"
 
 
-async def league_put(svc: Service, conn: Conn) -> None:
+async def league_put(svc: Service, conn: Conn) -> datetime:
     """A league whose first period started a minute ago and ends on the next 1 January (sum of the
-    period's points, cohorts of 30, 4 divisions), so every accepted result of the game counts."""
-    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
+    period's points, cohorts of 30, 4 divisions), so every accepted result of the game played from
+    then on counts. Returns the period's start. Not in the first 3 minutes of a UTC day: the
+    results played a minute before the start (league_phase's B) would fall on yesterday's boards."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    if (now - timedelta(minutes=3)).date() != now.date():
+        wait = 180 - (now - now.replace(hour=0, minute=0, second=0)).total_seconds()
+        log(f"phase 8: {wait:.0f} s to 00:03 UTC, so both workloads fall on the same day's boards")
+        await asyncio.sleep(wait)
+        now = datetime.now(UTC).replace(microsecond=0)
+    start = now - timedelta(seconds=60)
     divisions = [
         {"name": "bronze", "promote": 10, "demote": 0},
         {"name": "silver", "promote": 7, "demote": 5},
@@ -956,6 +976,7 @@ async def league_put(svc: Service, conn: Conn) -> None:
     )
     if status not in (200, 201):
         raise SystemExit(f"PUT {path}: {status} {content[:300]!r}")
+    return start
 
 
 async def league_get(svc: Service, conn: Conn, path: str) -> dict:
@@ -967,50 +988,122 @@ async def league_get(svc: Service, conn: Conn, path: str) -> dict:
     raise RuntimeError(f"GET {path}: {status} {content[:200]!r}")
 
 
+def blocks_order(blocks: int) -> list[tuple[str, int]]:
+    """ABBA: ("L", 0), ("B", 0), ("B", 1), ("L", 1), ("L", 2), ...: each kind's blocks stand as far
+    from the start, on average, as the other's, so a machine that speeds up or slows down steadily
+    over the phase weighs on both alike."""
+    order: list[tuple[str, int]] = []
+    for i in range(blocks):
+        order += [("L", i), ("B", i)] if i % 2 == 0 else [("B", i), ("L", i)]
+    return order
+
+
+def blocks_sum(blocks: list[dict]) -> dict:
+    """A workload's figures over its blocks: events/s = its accepted results / the sum of its blocks'
+    first request -> all on the boards; percentiles over all its requests and sentinels."""
+    accepted = sum(b["results_accepted"] for b in blocks)
+    elapsed = sum(b["elapsed_s"] for b in blocks)
+    latencies = [x for b in blocks for x in b["latencies_s"]]
+    lags = [x * 1000 for b in blocks for x in b["lags_s"]]
+    statuses_all: Counter[str] = Counter()
+    for b in blocks:
+        statuses_all.update(b["result_statuses"])
+    return {
+        "blocks": len(blocks),
+        "results_accepted": accepted,
+        "elapsed_s": elapsed,
+        "eps": accepted / elapsed if elapsed else float("nan"),
+        "request_p99_ms": percentile(latencies, 99) * 1000,
+        "lag_samples": len(lags),
+        "lag_p50_ms": percentile(lags, 50),
+        "lag_p99_ms": percentile(lags, 99),
+        "lag_lost": sum(b["lag_lost"] for b in blocks),
+        "lag_poll_errors": {},
+        "result_statuses": dict(statuses_all),
+        "verified": sum(b["verified"] for b in blocks),
+        "mismatches": sum(b["mismatches"] for b in blocks),
+        "block_eps": [b["eps"] for b in blocks],
+    }
+
+
 async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
-    """Phases 8 and 9: phase 1's workload with a league active on the game, twice over the same
-    players (first results of the period, which take a seat before the 202; then seated players).
-    Then the league's exactness: the players seated equal the distinct accepted players, the
-    cohorts are ceil(players / 30) (one division: everyone is new), and each sampled player's
-    cohort score is the sum of their accepted points."""
+    """Phases 8 and 9, a league active on the game, each two workloads of --events results
+    interleaved in --league-blocks blocks each, in ABBA order (`blocks_order`), the boards caught up
+    after every block: L, results played now, which count in the league's open period; B, results
+    of other players played a minute before the league's first period opened, which count on the
+    season's boards only. The game, its history, the ledger, the machine and the league's per-batch
+    lookup are the same for both; B lacks exactly the league's work per result. So L's share of B's
+    events/s is the league's cost, with the machine's drift over minutes shared by both (phases 7
+    and 8 run in turn differed by more than that: docs/performance.md, "Leagues: ingest").
+    Phase 8: L's results are nearly all their players' first of the period (a seat taken in Lua, a
+    member row written); phase 9: L's same players again, seated. Then the league's exactness: the
+    players seated equal the distinct players of L (none of B), the cohorts are ceil(players / 30)
+    (one division: everyone is new), and each sampled player's cohort score is the sum of their
+    accepted points in L."""
     conn = svc.conn()
-    await league_put(svc, conn)
-    figures: dict = {}
+    opens = await league_put(svc, conn)
+    before_league = (opens - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    figures: dict = {"b_played_at": before_league}
     points: dict[str, int] = {}
-    # The same players (same seed) twice: first nearly every result is the player's first of the
-    # period (a period's opening rush: a seat taken in Lua, a member row written); then all of them
-    # are seated (the rest of the period).
+    per = max(1, args.events // args.batch // args.league_blocks)  # batches per block
     for phase, what in (("8", "first results of the period"), ("9", "the same players again, seated")):
-        batches = batches_make(
-            rng=random.Random(args.seed + 2),
-            events=args.events,
-            size=args.batch,
-            players=args.players,
-            sample_every=args.sample_every,
-            tag=f"{tag}-{phase}",
+        workloads = {
+            kind: batches_make(
+                rng=random.Random(args.seed + seed),  # the same players in both phases
+                events=args.events,
+                size=args.batch,
+                players=args.players,
+                sample_every=args.sample_every,
+                tag=f"{tag}-{phase}{kind}",
+                played_at=played_at,
+            )
+            for kind, seed, played_at in (("L", 2, None), ("B", 5, before_league))
+        }
+        chunks = {}
+        for kind, batches in workloads.items():  # the last block takes what the division left over
+            chunks[kind] = [batches[i * per : (i + 1) * per] for i in range(args.league_blocks)]
+            chunks[kind][-1] += batches[args.league_blocks * per :]
+        log(
+            f"phase {phase}: a league active on the game, {what}: {args.events} results (L) and {args.events} "
+            f"played before its period (B), interleaved ABBA in {args.league_blocks} blocks each"
         )
-        log(f"phase {phase}: max rate, {args.events} results, league {LEAGUE} active on the game: {what}")
-        with meter.phase(phase), args.service_cpu.phase(phase):
-            got = await max_rate(args, svc, batches, label=f"phase {phase}")
-        figures[phase] = got
-        out(
-            f"phase {phase} (a league active, {what}): {got['eps']:.0f} events/s end-to-end, request p99 "
-            f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
-        )
-        out(cpu_line(f"phase {phase}", meter.phases[phase]))
-        out(
-            f"phase {phase} service CPU per accepted result: "
-            f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
-        )
-        phase_details_out(args, phase, got["results_accepted"])
-        for batch in batches:
-            for pid, pts, _ in batch.accepted:
-                points[pid] = points.get(pid, 0) + pts
+        done: dict[str, list[dict]] = {"L": [], "B": []}
+        for kind, i in blocks_order(args.league_blocks):
+            name = f"{phase}{kind}"
+            with meter.phase(name), args.service_cpu.phase(name):
+                got = await max_rate(
+                    args,
+                    svc,
+                    chunks[kind][i],
+                    label=f"phase {phase} {kind}{i + 1}",
+                    verify=max(1, args.verify // args.league_blocks),
+                )
+            done[kind].append(got)
+            log(f"phase {phase} {kind}{i + 1}: {got['eps']:.0f} events/s end-to-end")
+            if kind == "L":
+                for batch in chunks[kind][i]:
+                    for pid, pts, _ in batch.accepted:
+                        points[pid] = points.get(pid, 0) + pts
+        for kind, label in (("L", f"a league active, {what}"), ("B", "played before the league's period")):
+            got = figures[f"{phase}{kind}"] = blocks_sum(done[kind])
+            out(
+                f"phase {phase}{kind} ({label}): {got['eps']:.0f} events/s end-to-end over {got['blocks']} blocks "
+                f"({', '.join(f'{x:.0f}' for x in got['block_eps'])}), request p99 {got['request_p99_ms']:.0f} ms, "
+                f"{lag_text(got)}; results {statuses(got['result_statuses'])}"
+            )
+            out(cpu_line(f"phase {phase}{kind}", meter.phases[f"{phase}{kind}"]))
+            out(
+                f"phase {phase}{kind} service CPU per accepted result: "
+                f"{args.service_cpu.per(f'{phase}{kind}', got['results_accepted'], 'us')}"
+            )
+            phase_details_out(args, f"{phase}{kind}", got["results_accepted"])
+        share = figures[f"{phase}L"]["eps"] / figures[f"{phase}B"]["eps"]
+        out(f"phase {phase}: L at {share:.2f} of B's events/s")
     league = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}")
     seated = sum(d["players"] for d in league["divisions"])
     cohorts = sum(d["cohorts"] for d in league["divisions"])
     wrong = 0 if (seated, cohorts) == (len(points), -(-len(points) // 30)) else 1
-    out(f"phases 8-9 league: {seated} players seated in {cohorts} cohorts ({len(points)} players accepted)")
+    out(f"phases 8-9 league: {seated} players seated in {cohorts} cohorts ({len(points)} players accepted in L)")
     sample = random.Random(3).sample(sorted(points), min(args.verify, len(points)))
     for pid in sample:
         answer = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}/players/{pid}")
@@ -1054,7 +1147,10 @@ def main() -> None:
         "--tournament", action=argparse.BooleanOptionalAction, default=True, help="phases 6 and 7 (tournaments)"
     )
     parser.add_argument(
-        "--league", action=argparse.BooleanOptionalAction, default=True, help="phase 8 (a league; needs 7)"
+        "--league", action=argparse.BooleanOptionalAction, default=True, help="phases 8 and 9 (a league; needs 7)"
+    )
+    parser.add_argument(
+        "--league-blocks", type=int, default=4, help="phases 8 and 9: blocks of each workload, interleaved ABBA"
     )
     parser.add_argument(
         "--drift",
@@ -1086,7 +1182,9 @@ def main() -> None:
         os.environ.get("DATABASE_URL") if args.pg_tables else None,
     )
 
-    game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest")
+    # The season opened an hour ago: phase 8's B results are played before the league's start.
+    season_start = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    game, key_id, secret = provision(args.game, args.key_id, args.secret, "ingest", season_start)
     args.seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     tag = f"{args.seed:x}"
     log(f"game {game}, {args.players} players, seed {args.seed}")
@@ -1147,15 +1245,20 @@ def main() -> None:
         if args.league:
             league = asyncio.run(league_phase(args, svc, meter, tag))
             figures["league"] = league
-            rush, seated = league["8"]["eps"], league["9"]["eps"]
+            parts = []
+            for phase, what in (("8", "first results"), ("9", "seated players")):
+                counted, before = league[f"{phase}L"]["eps"], league[f"{phase}B"]["eps"]
+                parts.append(
+                    f"{what} {counted:.0f} events/s end-to-end (ratio to raw {counted / raw['eps']:.2f}) against "
+                    f"{before:.0f} ({before / raw['eps']:.2f}) interleaved: {counted / before:.2f} of the same "
+                    f"run's ratio without one ({counted / without:.2f} of phase 7's)"
+                )
             summary += (
-                f"\nleagues: with a league active {rush:.0f} events/s end-to-end for first results (ratio to raw "
-                f"{rush / raw['eps']:.2f}) and {seated:.0f} for seated players ({seated / raw['eps']:.2f}), "
-                f"{without:.0f} without (phase 7): {rush / without:.2f} and {seated / without:.2f} of the same "
-                f"run's ratio without one; cohorts {league['league_verified'] - league['league_mismatches']} of "
-                f"{league['league_verified']} sampled players exact"
+                f"\nleagues: with a league active, {'; '.join(parts)}; cohorts "
+                f"{league['league_verified'] - league['league_mismatches']} of {league['league_verified']} "
+                "sampled players exact"
             )
-            if league["league_mismatches"] or league["8"]["mismatches"] or league["9"]["mismatches"]:
+            if league["league_mismatches"] or any(league[k]["mismatches"] for k in ("8L", "8B", "9L", "9B")):
                 p1["mismatches"] += 1
     if args.json:
         figures.update(
