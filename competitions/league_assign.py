@@ -1,8 +1,10 @@
 """Cohort assignment: a player's first accepted result of a league period seats them in a cohort of
 their division (docs/api.md, "Leagues"), decided before the submission's answer is sent.
 
-Each (league, period) of a batch is one call of lua/league_assign.lua, all pipelined: it looks the
-batch's players up in the period's player map and seats those without a cohort in their division's
+The batch's players are first looked up in each period's player map (one HMGET a period, all
+pipelined: most results of a period are of players seated already, `_seats_known`). For the rest,
+each (league, period) of a batch is one call of lua/league_assign.lua, all pipelined: it looks them
+up in the period's player map again and seats those without a cohort in their division's
 open cohort (or a free seat left below it), opening the next cohort when the open one has
 `cohort_size`, in the same call. So cohort sizes are exact and no player is in two cohorts under
 any number of web processes: the map and every division's counters share the period's hash tag
@@ -116,19 +118,40 @@ def seats_decide(*, seats: list[Seat]) -> Callable[[], None]:
     groups: dict[_Group, list[Seat]] = defaultdict(list)
     for seat in seats:
         groups[(seat.league.pk, seat.period.index)].append(seat)
+    _seats_known(groups)
     called: dict[_Group, list[Seat]] = {}
     for group, found in groups.items():
+        unseated = [s for s in found if s.number is None]
+        if not unseated:
+            continue
         league, index = found[0].league, group[1]
-        divisions = divisions_of(league=league, index=index, player_ids=(s.player_id for s in found))
-        for seat in found:
+        divisions = divisions_of(league=league, index=index, player_ids=(s.player_id for s in unseated))
+        for seat in unseated:
             seat.division = divisions[seat.player_id]
-        ready = [s for s in found if s.division is not None]
+        ready = [s for s in unseated if s.division is not None]
         if ready:
             called[group] = ready
     if called:
         _groups_call(called)
     taken = [s for s in seats if s.new]
     return lambda: seats_undo(seats=taken)
+
+
+def _seats_known(groups: dict[_Group, list[Seat]]) -> None:
+    """The seats the players have already (one HMGET of each period's player map, pipelined),
+    filled in place: most results of a period are of players seated by an earlier one, and those
+    need neither their division (a query) nor the assignment script. A seat only ever leaves the
+    map by `seats_undo`, as it would between this read and the script's; a map not filled yet
+    (after Redis lost it) has none, and the script fills it."""
+    pipe = boards_client().pipeline(transaction=False)
+    for found in groups.values():
+        league = found[0].league
+        pipe.hmget(keys.members_key(league.game.slug, league.slug, found[0].period.index), [s.player_id for s in found])
+    for found, values in zip(groups.values(), pipe.execute(), strict=True):
+        for seat, value in zip(found, values, strict=True):
+            if value is not None:
+                division, number = (value.decode() if isinstance(value, bytes) else value).split(":")
+                seat.division, seat.number = int(division), int(number)
 
 
 def _call(group: list[Seat]) -> tuple[list[str], list[str | int]]:

@@ -98,6 +98,29 @@ def test_a_batchs_matches_work_out_each_leagues_period_once_also_when_none_holds
     assert asked == [before, now]
 
 
+def test_seated_players_take_their_seat_from_the_map_and_only_the_others_ask_for_their_division(monkeypatch):
+    from competitions import league_assign
+
+    game = make_game()
+    key = make_key(game)
+    league = make_league(game)
+    send(game, key, ["p1", "p2"])
+    asked = []
+    real = league_assign.divisions_of
+
+    def divisions_counted(*, league, index, player_ids):
+        ids = sorted(player_ids)
+        asked.append(ids)
+        return real(league=league, index=index, player_ids=ids)
+
+    monkeypatch.setattr(league_assign, "divisions_of", divisions_counted)
+    send(game, key, ["p1", "p3", "p2"])
+    send(game, key, ["p2", "p1"])
+    assert asked == [["p3"]]
+    assert members(league) == {(0, 1): ["p1", "p2", "p3"]}
+    assert list(LeagueResult.objects.filter(player_id="p2").values_list("division", "number")) == [(0, 1)] * 3
+
+
 def test_the_division_comes_from_the_players_row_else_the_lowest():
     game = make_game()
     key = make_key(game)
