@@ -54,7 +54,7 @@ Phases, in this order:
      board's exactness for --verify sampled players (their best accepted result).
   8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions,
      its first period opened a minute ago) and two workloads of --events results each are sent,
-     interleaved in --league-blocks (4) blocks each, ABBA (L B B L L B ...), the boards caught up
+     interleaved in --league-blocks (2) blocks each, ABBA (L B B L L B ...), the boards caught up
      after each block: L, phase 1's workload played now, every result counting in the league's
      period (nearly every one its player's first of the period: seated in Lua before the 202); B,
      other players' results played a minute before that period opened (the season's boards only).
@@ -1012,6 +1012,7 @@ def blocks_sum(blocks: list[dict]) -> dict:
         "blocks": len(blocks),
         "results_accepted": accepted,
         "elapsed_s": elapsed,
+        "drain_after_send_s": sum(b["drain_after_send_s"] for b in blocks),
         "eps": accepted / elapsed if elapsed else float("nan"),
         "request_p99_ms": percentile(latencies, 99) * 1000,
         "lag_samples": len(lags),
@@ -1088,7 +1089,9 @@ async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
             got = figures[f"{phase}{kind}"] = blocks_sum(done[kind])
             out(
                 f"phase {phase}{kind} ({label}): {got['eps']:.0f} events/s end-to-end over {got['blocks']} blocks "
-                f"({', '.join(f'{x:.0f}' for x in got['block_eps'])}), request p99 {got['request_p99_ms']:.0f} ms, "
+                f"({', '.join(f'{x:.0f}' for x in got['block_eps'])}; {got['elapsed_s']:.1f} s, of which "
+                f"{got['drain_after_send_s']:.1f} s after the blocks' last answers), request p99 "
+                f"{got['request_p99_ms']:.0f} ms, "
                 f"{lag_text(got)}; results {statuses(got['result_statuses'])}"
             )
             out(cpu_line(f"phase {phase}{kind}", meter.phases[f"{phase}{kind}"]))
@@ -1150,7 +1153,7 @@ def main() -> None:
         "--league", action=argparse.BooleanOptionalAction, default=True, help="phases 8 and 9 (a league; needs 7)"
     )
     parser.add_argument(
-        "--league-blocks", type=int, default=4, help="phases 8 and 9: blocks of each workload, interleaved ABBA"
+        "--league-blocks", type=int, default=2, help="phases 8 and 9: blocks of each workload, interleaved ABBA"
     )
     parser.add_argument(
         "--drift",
