@@ -4,7 +4,7 @@ and beat; scripts/bench.sh starts them), then the service's own board writer alo
 
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 [--events 300000] [--players 1000000]
         [--offered-rate 10000] [--offered-seconds 20] [--single-connections 32] [--single-seconds 15]
-        [--no-memory] [--json PATH] [--drift] [--redis-commands] [--pg-tables]
+        [--no-memory] [--json PATH] [--drift] [--blocks 2] [--redis-commands] [--pg-tables]
     (--redis-commands, --pg-tables: after each phase's service CPU, Redis's time by command and
     PostgreSQL's scans and rows by table, per accepted result)
     (reuse a game: --game GAME --key-id KEY --secret SECRET; without them a fresh game and server key
@@ -47,14 +47,15 @@ Phases, in this order:
      10**12 up, from this one process, timed. Every key under the private prefix is then deleted
      (SCAN). Figure: raw events/s (the writer's time only: no ledger reads or writes).
   5. with --memory (default): Redis bytes per board member and per dedup marker (1,000,000 each).
-  6. with --tournament (default): a tournament is created (PUT, best score, no limits) and phase 1's
-     workload is sent again with every match naming it; then 7: the same once more naming none,
-     right after (the ledger and boards as large as in 6). Figures: events/s end-to-end of each,
-     their ratio to phase 4's raw, and 6's share of 7 (the contract: at least 0.8); the tournament
-     board's exactness for --verify sampled players (their best accepted result).
+  6. with --tournament (default): a tournament is created (PUT, best score, no limits) and two
+     workloads of --events results are sent, interleaved as 8's below: T, every match naming it;
+     N, the same naming none. Figures: events/s end-to-end of each, their ratio to phase 4's raw,
+     and T's share of N's (the contract: at least 0.8); the tournament board's exactness for
+     --verify sampled players (their best accepted result in T). 7: N's workload once more, alone,
+     right after (the reference the league's workloads are also set against).
   8. with --league (default, after 7): a league is created (PUT, cohorts of 30, sum, 4 divisions,
      its first period opened a minute ago) and two workloads of --events results each are sent,
-     interleaved in --league-blocks (2) blocks each, ABBA (L B B L L B ...), the boards caught up
+     interleaved in --blocks (2) blocks each, ABBA (L B B L L B ...), the boards caught up
      after each block: L, phase 1's workload played now, every result counting in the league's
      period (nearly every one its player's first of the period: seated in Lua before the 202); B,
      other players' results played a minute before that period opened (the season's boards only).
@@ -76,7 +77,7 @@ client on asyncio streams (httpx would cost several times the client CPU).
 Output: progress and details on stderr; on stdout each phase's figures, its load generator CPU
 and, last, the summary (N and lag from phase 1, R from phase 4, ratio N/R):
     ingest: 5000 events/s end-to-end, raw 40000 events/s, ratio 0.12, lag p99 900 ms
-    tournaments: ... 0.93 of the same run's ratio without tournaments; ...
+    tournaments: ... 0.93 of the same run's ratio without tournaments (...); ...
     leagues: ... 0.90 of the same run's ratio without one; ...
 Exit status 1 when the exactness check finds a wrong total.
 """
@@ -173,6 +174,20 @@ def batches_make(
         body = json.dumps({"matches": matches}, separators=(",", ":")).encode()
         batches.append(Batch(results, body, sentinel, played_at))
     return batches
+
+
+def workload(args, rng: random.Random, tag: str, **extra) -> list[Batch]:
+    """--events results of the --players players in batches of --batch, a sentinel in every
+    --sample-every'th batch (`batches_make`; `extra`: its tournament or played_at)."""
+    return batches_make(
+        rng=rng,
+        events=args.events,
+        size=args.batch,
+        players=args.players,
+        sample_every=args.sample_every,
+        tag=tag,
+        **extra,
+    )
 
 
 class Tally:
@@ -762,14 +777,7 @@ async def http_phases(args, svc: Service, meter: CpuMeter, tag: str) -> tuple[di
     """Phases 1 to 3; returns their figures and phase 1's batches (for phase 4)."""
     figures: dict = {}
     rng = random.Random(args.seed)
-    batches = batches_make(
-        rng=rng,
-        events=args.events,
-        size=args.batch,
-        players=args.players,
-        sample_every=args.sample_every,
-        tag=f"{tag}-1",
-    )
+    batches = workload(args, rng, f"{tag}-1")
     log(f"phase 1: max rate, {args.events} results in {len(batches)} batches of {args.batch}, {args.senders} senders")
     with meter.phase("1"), args.service_cpu.phase("1"):
         p1 = await max_rate(args, svc, batches)
@@ -888,53 +896,53 @@ async def tournament_score(svc: Service, conn: Conn, pid: str) -> int | None:
 
 
 async def tournament_phases(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
-    """Phase 6: phase 1's workload with every match naming one active tournament; phase 7: the same
-    naming none, right after (the ledger and boards as large), the comparison's other side. Then
-    the tournament board's exactness: each sampled player's score is their best accepted result."""
+    """Phase 6: two workloads of --events results interleaved (`interleaved`): T, every match naming
+    one active tournament; N, the same naming none. Same game, history and machine, so T's share of
+    N's events/s is the tournaments' cost with the machine's drift shared by both. Then the
+    tournament board's exactness: each sampled player's score is their best accepted result in T.
+    Phase 7: N's workload once more, alone (the reference the leagues' phases are also set against);
+    with --drift, 7b: the same again right after it."""
     conn = svc.conn()
     await tournament_put(svc, conn)
     rng = random.Random(args.seed + 1)
-    figures: dict = {}
-    phases: list[tuple[str, str | None, str]] = [
-        ("6", TOURNAMENT, f"every match naming tournament {TOURNAMENT}"),
-        ("7", None, "the same naming none"),
-    ]
+    log(
+        f"phase 6: {args.events} results naming tournament {TOURNAMENT} (T) and {args.events} naming none (N), "
+        f"interleaved ABBA in {args.blocks} blocks each"
+    )
+    workloads = {
+        "T": (workload(args, rng, f"{tag}-6T", tournament=TOURNAMENT), f"every match naming tournament {TOURNAMENT}"),
+        "N": (workload(args, rng, f"{tag}-6N"), "the same naming none"),
+    }
+    got = await interleaved(args, svc, meter, "6", workloads)
+    figures: dict = {"6": got["T"], "6N": got["N"]}
+    best: dict[str, int] = {}
+    for batch in workloads["T"][0]:
+        for pid, pts, _ in batch.accepted:
+            if pid != batch.sentinel:
+                best[pid] = max(best.get(pid, -1), pts)
+    sample = random.Random(2).sample(sorted(best), min(args.verify, len(best)))
+    wrong = [p for p in sample if await tournament_score(svc, conn, p) != best[p]]
+    figures["tournament_verified"], figures["tournament_mismatches"] = len(sample), len(wrong)
+    out(f"phase 6 tournament board: {len(sample) - len(wrong)} of {len(sample)} sampled players exact")
+    phases = [("7", "naming none, alone")]
     if args.drift:  # the same naming none once more: what a phase's more results cost the next one
-        phases.append(("7b", None, "the same naming none, again"))
-    for phase, tournament, what in phases:
-        batches = batches_make(
-            rng=rng,
-            events=args.events,
-            size=args.batch,
-            players=args.players,
-            sample_every=args.sample_every,
-            tag=f"{tag}-{phase}",
-            tournament=tournament,
-        )
+        phases.append(("7b", "naming none, alone, again"))
+    for phase, what in phases:
+        batches = workload(args, rng, f"{tag}-{phase}")
         log(f"phase {phase}: max rate, {args.events} results, {what}")
         with meter.phase(phase), args.service_cpu.phase(phase):
-            got = await max_rate(args, svc, batches, label=f"phase {phase}")
-        figures[phase] = got
+            one = await max_rate(args, svc, batches, label=f"phase {phase}")
+        figures[phase] = one
         out(
-            f"phase {phase} ({what}): {got['eps']:.0f} events/s end-to-end, request p99 "
-            f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
+            f"phase {phase} ({what}): {one['eps']:.0f} events/s end-to-end, request p99 "
+            f"{one['request_p99_ms']:.0f} ms, {lag_text(one)}; results {statuses(one['result_statuses'])}"
         )
         out(cpu_line(f"phase {phase}", meter.phases[phase]))
         out(
             f"phase {phase} service CPU per accepted result: "
-            f"{args.service_cpu.per(phase, got['results_accepted'], 'us')}"
+            f"{args.service_cpu.per(phase, one['results_accepted'], 'us')}"
         )
-        phase_details_out(args, phase, got["results_accepted"])
-        if tournament:
-            best: dict[str, int] = {}
-            for batch in batches:
-                for pid, pts, _ in batch.accepted:
-                    if pid != batch.sentinel:
-                        best[pid] = max(best.get(pid, -1), pts)
-            sample = random.Random(2).sample(sorted(best), min(args.verify, len(best)))
-            wrong = [p for p in sample if await tournament_score(svc, conn, p) != best[p]]
-            figures["tournament_verified"], figures["tournament_mismatches"] = len(sample), len(wrong)
-            out(f"phase 6 tournament board: {len(sample) - len(wrong)} of {len(sample)} sampled players exact")
+        phase_details_out(args, phase, one["results_accepted"])
     conn.close()
     return figures
 
@@ -988,13 +996,13 @@ async def league_get(svc: Service, conn: Conn, path: str) -> dict:
     raise RuntimeError(f"GET {path}: {status} {content[:200]!r}")
 
 
-def blocks_order(blocks: int) -> list[tuple[str, int]]:
-    """ABBA: ("L", 0), ("B", 0), ("B", 1), ("L", 1), ("L", 2), ...: each kind's blocks stand as far
-    from the start, on average, as the other's, so a machine that speeds up or slows down steadily
-    over the phase weighs on both alike."""
+def blocks_order(first: str, second: str, blocks: int) -> list[tuple[str, int]]:
+    """ABBA: (first, 0), (second, 0), (second, 1), (first, 1), (first, 2), ...: each kind's blocks
+    stand as far from the start, on average, as the other's, so a machine that speeds up or slows
+    down steadily over the phase weighs on both alike."""
     order: list[tuple[str, int]] = []
     for i in range(blocks):
-        order += [("L", i), ("B", i)] if i % 2 == 0 else [("B", i), ("L", i)]
+        order += [(first, i), (second, i)] if i % 2 == 0 else [(second, i), (first, i)]
     return order
 
 
@@ -1027,9 +1035,53 @@ def blocks_sum(blocks: list[dict]) -> dict:
     }
 
 
+async def interleaved(
+    args, svc: Service, meter: CpuMeter, phase: str, workloads: dict[str, tuple[list[Batch], str]]
+) -> dict[str, dict]:
+    """Two workloads ({kind: (batches, what)}, the one measured first) sent in --blocks
+    blocks each, ABBA (`blocks_order`), the boards caught up after every block; each kind's figures
+    over its blocks (`blocks_sum`) printed and returned, measured as phase `phase` + kind."""
+    per = max(1, args.events // args.batch // args.blocks)  # batches per block
+    chunks: dict[str, list[list[Batch]]] = {}
+    for kind, (batches, _) in workloads.items():  # the last block takes what the division left over
+        chunks[kind] = [batches[i * per : (i + 1) * per] for i in range(args.blocks)]
+        chunks[kind][-1] += batches[args.blocks * per :]
+    done: dict[str, list[dict]] = {kind: [] for kind in workloads}
+    for kind, i in blocks_order(*workloads, args.blocks):
+        name = f"{phase}{kind}"
+        with meter.phase(name), args.service_cpu.phase(name):
+            got = await max_rate(
+                args,
+                svc,
+                chunks[kind][i],
+                label=f"phase {phase} {kind}{i + 1}",
+                verify=max(1, args.verify // args.blocks),
+            )
+        done[kind].append(got)
+        log(f"phase {phase} {kind}{i + 1}: {got['eps']:.0f} events/s end-to-end")
+    figures = {}
+    for kind, (_, what) in workloads.items():
+        name = f"{phase}{kind}"
+        got = figures[kind] = blocks_sum(done[kind])
+        out(
+            f"phase {name} ({what}): {got['eps']:.0f} events/s end-to-end over {got['blocks']} blocks "
+            f"({', '.join(f'{x:.0f}' for x in got['block_eps'])}; {got['elapsed_s']:.1f} s, of which "
+            f"{got['drain_after_send_s']:.1f} s after the blocks' last answers), request p99 "
+            f"{got['request_p99_ms']:.0f} ms, {lag_text(got)}; results {statuses(got['result_statuses'])}"
+        )
+        out(cpu_line(f"phase {name}", meter.phases[name]))
+        out(
+            f"phase {name} service CPU per accepted result: {args.service_cpu.per(name, got['results_accepted'], 'us')}"
+        )
+        phase_details_out(args, name, got["results_accepted"])
+    first, second = workloads
+    out(f"phase {phase}: {first} at {figures[first]['eps'] / figures[second]['eps']:.2f} of {second}'s events/s")
+    return figures
+
+
 async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
     """Phases 8 and 9, a league active on the game, each two workloads of --events results
-    interleaved in --league-blocks blocks each, in ABBA order (`blocks_order`), the boards caught up
+    interleaved in --blocks blocks each, in ABBA order (`blocks_order`), the boards caught up
     after every block: L, results played now, which count in the league's open period; B, results
     of other players played a minute before the league's first period opened, which count on the
     season's boards only. The game, its history, the ledger, the machine and the league's per-batch
@@ -1046,62 +1098,23 @@ async def league_phase(args, svc: Service, meter: CpuMeter, tag: str) -> dict:
     before_league = (opens - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")
     figures: dict = {"b_played_at": before_league}
     points: dict[str, int] = {}
-    per = max(1, args.events // args.batch // args.league_blocks)  # batches per block
     for phase, what in (("8", "first results of the period"), ("9", "the same players again, seated")):
-        workloads = {
-            kind: batches_make(
-                rng=random.Random(args.seed + seed),  # the same players in both phases
-                events=args.events,
-                size=args.batch,
-                players=args.players,
-                sample_every=args.sample_every,
-                tag=f"{tag}-{phase}{kind}",
-                played_at=played_at,
-            )
-            for kind, seed, played_at in (("L", 2, None), ("B", 5, before_league))
-        }
-        chunks = {}
-        for kind, batches in workloads.items():  # the last block takes what the division left over
-            chunks[kind] = [batches[i * per : (i + 1) * per] for i in range(args.league_blocks)]
-            chunks[kind][-1] += batches[args.league_blocks * per :]
         log(
             f"phase {phase}: a league active on the game, {what}: {args.events} results (L) and {args.events} "
-            f"played before its period (B), interleaved ABBA in {args.league_blocks} blocks each"
+            f"played before its period (B), interleaved ABBA in {args.blocks} blocks each"
         )
-        done: dict[str, list[dict]] = {"L": [], "B": []}
-        for kind, i in blocks_order(args.league_blocks):
-            name = f"{phase}{kind}"
-            with meter.phase(name), args.service_cpu.phase(name):
-                got = await max_rate(
-                    args,
-                    svc,
-                    chunks[kind][i],
-                    label=f"phase {phase} {kind}{i + 1}",
-                    verify=max(1, args.verify // args.league_blocks),
-                )
-            done[kind].append(got)
-            log(f"phase {phase} {kind}{i + 1}: {got['eps']:.0f} events/s end-to-end")
-            if kind == "L":
-                for batch in chunks[kind][i]:
-                    for pid, pts, _ in batch.accepted:
-                        points[pid] = points.get(pid, 0) + pts
-        for kind, label in (("L", f"a league active, {what}"), ("B", "played before the league's period")):
-            got = figures[f"{phase}{kind}"] = blocks_sum(done[kind])
-            out(
-                f"phase {phase}{kind} ({label}): {got['eps']:.0f} events/s end-to-end over {got['blocks']} blocks "
-                f"({', '.join(f'{x:.0f}' for x in got['block_eps'])}; {got['elapsed_s']:.1f} s, of which "
-                f"{got['drain_after_send_s']:.1f} s after the blocks' last answers), request p99 "
-                f"{got['request_p99_ms']:.0f} ms, "
-                f"{lag_text(got)}; results {statuses(got['result_statuses'])}"
+        workloads = {  # the same players in both phases (the same seeds)
+            kind: (workload(args, random.Random(args.seed + seed), f"{tag}-{phase}{kind}", played_at=played), label)
+            for kind, seed, played, label in (
+                ("L", 2, None, f"a league active, {what}"),
+                ("B", 5, before_league, "played before the league's period"),
             )
-            out(cpu_line(f"phase {phase}{kind}", meter.phases[f"{phase}{kind}"]))
-            out(
-                f"phase {phase}{kind} service CPU per accepted result: "
-                f"{args.service_cpu.per(f'{phase}{kind}', got['results_accepted'], 'us')}"
-            )
-            phase_details_out(args, f"{phase}{kind}", got["results_accepted"])
-        share = figures[f"{phase}L"]["eps"] / figures[f"{phase}B"]["eps"]
-        out(f"phase {phase}: L at {share:.2f} of B's events/s")
+        }
+        got = await interleaved(args, svc, meter, phase, workloads)
+        figures[f"{phase}L"], figures[f"{phase}B"] = got["L"], got["B"]
+        for batch in workloads["L"][0]:
+            for pid, pts, _ in batch.accepted:
+                points[pid] = points.get(pid, 0) + pts
     league = await league_get(svc, conn, f"/api/v1/games/{svc.game}/leagues/{LEAGUE}")
     seated = sum(d["players"] for d in league["divisions"])
     cohorts = sum(d["cohorts"] for d in league["divisions"])
@@ -1153,7 +1166,7 @@ def main() -> None:
         "--league", action=argparse.BooleanOptionalAction, default=True, help="phases 8 and 9 (a league; needs 7)"
     )
     parser.add_argument(
-        "--league-blocks", type=int, default=2, help="phases 8 and 9: blocks of each workload, interleaved ABBA"
+        "--blocks", type=int, default=2, help="phases 6, 8 and 9: blocks of each workload, interleaved ABBA"
     )
     parser.add_argument(
         "--drift",
@@ -1228,12 +1241,12 @@ def main() -> None:
     if args.tournament:
         tournaments = asyncio.run(tournament_phases(args, svc, meter, tag))
         figures["tournaments"] = tournaments
-        with_t, without = tournaments["6"]["eps"], tournaments["7"]["eps"]
-        share = with_t / without if without else float("nan")
+        with_t, none, without = (tournaments[k]["eps"] for k in ("6", "6N", "7"))
         summary += (
             f"\ntournaments: {with_t:.0f} events/s end-to-end with every match naming one (ratio to raw "
-            f"{with_t / raw['eps']:.2f}), {without:.0f} without right after (ratio {without / raw['eps']:.2f}): "
-            f"{share:.2f} of the same run's ratio without tournaments; tournament board "
+            f"{with_t / raw['eps']:.2f}) against {none:.0f} naming none ({none / raw['eps']:.2f}) interleaved: "
+            f"{with_t / none:.2f} of the same run's ratio without tournaments ({with_t / without:.2f} of phase "
+            f"7's, {without:.0f} naming none alone right after); tournament board "
             f"{tournaments['tournament_verified'] - tournaments['tournament_mismatches']} of "
             f"{tournaments['tournament_verified']} sampled players exact"
         )
@@ -1243,7 +1256,7 @@ def main() -> None:
                 f"\ndrift: the same naming none again right after phase 7: {again:.0f} events/s, "
                 f"{again / without:.2f} of phase 7's (the boards and ledger {args.events:,} results larger)"
             )
-        if tournaments["tournament_mismatches"] or tournaments["6"]["mismatches"] or tournaments["7"]["mismatches"]:
+        if tournaments["tournament_mismatches"] or any(tournaments[k]["mismatches"] for k in ("6", "6N", "7")):
             p1["mismatches"] += 1  # the exit status says so
         if args.league:
             league = asyncio.run(league_phase(args, svc, meter, tag))
