@@ -1040,7 +1040,9 @@ async def interleaved(
 ) -> dict[str, dict]:
     """Two workloads ({kind: (batches, what)}, the one measured first) sent in --blocks
     blocks each, ABBA (`blocks_order`), the boards caught up after every block; each kind's figures
-    over its blocks (`blocks_sum`) printed and returned, measured as phase `phase` + kind."""
+    over its blocks (`blocks_sum`) printed and returned, measured as phase `phase` + kind. With
+    --pg-tables a kind's rows by table are approximate: PostgreSQL's backends report their counts
+    late (at most once a second, later when idle), some of them into the next block, the other kind's."""
     per = max(1, args.events // args.batch // args.blocks)  # batches per block
     chunks: dict[str, list[list[Batch]]] = {}
     for kind, (batches, _) in workloads.items():  # the last block takes what the division left over
