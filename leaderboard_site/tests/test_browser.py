@@ -9,7 +9,9 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -52,15 +54,22 @@ CHROMIUM_ARGS = [
 ]
 
 
-def wait_on_board(url: str, game: str, player: str, timeout: float = 15) -> None:
+def read_until(url: str, path: str, done: Callable[[Any], bool], failure: str, timeout: float = 15) -> None:
+    """GET `path` (JSON) every 0.1 s until `done(answer)` holds; an error answer counts as not yet."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{url}/api/v1/games/{game}/boards/all/players/{player}", timeout=5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"{player} never reached the board")
+            with urllib.request.urlopen(url + path, timeout=5) as response:
+                if done(json.load(response)):
+                    return
+        except OSError:  # a 404 (urllib's HTTPError) or a refused connection
+            pass
+        time.sleep(0.1)
+    raise AssertionError(failure)
+
+
+def wait_on_board(url: str, game: str, player: str) -> None:
+    read_until(url, f"/api/v1/games/{game}/boards/all/players/{player}", bool, f"{player} never reached the board")
 
 
 def test_the_board_page_updates_live_and_finds_me(service):

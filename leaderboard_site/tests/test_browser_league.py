@@ -3,10 +3,7 @@ real worker and beat processes: reached from the game's page, asked for a player
 their division, cohort, zones, distance to the promotion line and the time left, and kept live when
 results are accepted (a new leader, a new member). Screenshots go to var/test-artifacts/."""
 
-import json
 import re
-import time
-import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -15,7 +12,7 @@ from django.utils import timezone
 from competitions.testing import make_league
 from scoring.testing import make_game, make_key
 
-from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, submit
+from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, read_until, submit
 
 pytestmark = [
     pytest.mark.serial,
@@ -25,16 +22,14 @@ pytestmark = [
 ]
 
 
-def wait_on_cohort(url: str, player: str, members: int, timeout: float = 15) -> None:
+def wait_on_cohort(url: str, player: str, members: int) -> None:
     """Until the player read shows the player's cohort with `members` entries."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/games/arena/leagues/weekly/players/{player}", timeout=5) as r:
-            cohort = json.load(r).get("cohort") or {}
-        if len(cohort.get("entries", [])) == members:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{player}'s cohort never had {members} members")
+    read_until(
+        url,
+        f"/api/v1/games/arena/leagues/weekly/players/{player}",
+        lambda read: len((read.get("cohort") or {}).get("entries", [])) == members,
+        f"{player}'s cohort never had {members} members",
+    )
 
 
 def test_the_league_page_shows_a_players_cohort_with_its_zones_and_updates_live(service):

@@ -3,10 +3,7 @@ with real worker and beat processes: reached from the game's page, rendered with
 and updated live when a result naming the tournament is accepted. Screenshots go to
 var/test-artifacts/."""
 
-import json
 import re
-import time
-import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -15,7 +12,7 @@ from django.utils import timezone
 from competitions.models import Tournament
 from scoring.testing import make_game, make_key
 
-from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from .test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, read_until
 from .test_browser import submit as submit_match
 
 pytestmark = [
@@ -31,14 +28,13 @@ def submit(url: str, key, results: list[dict]) -> None:
     submit_match(url, key, results, tournaments=["cup"])
 
 
-def wait_on_cup(url: str, player: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/api/v1/games/arena/tournaments/cup/top?n=100", timeout=5) as r:
-            if player in [e["player_id"] for e in json.load(r)["entries"]]:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"{player} never reached the tournament's board")
+def wait_on_cup(url: str, player: str) -> None:
+    read_until(
+        url,
+        "/api/v1/games/arena/tournaments/cup/top?n=100",
+        lambda top: player in [e["player_id"] for e in top["entries"]],
+        f"{player} never reached the tournament's board",
+    )
 
 
 def test_the_tournament_page_is_linked_from_the_game_and_updates_live(service):
