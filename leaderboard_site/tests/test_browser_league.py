@@ -22,16 +22,6 @@ pytestmark = [
 ]
 
 
-def wait_on_cohort(url: str, player: str, members: int) -> None:
-    """Until the player read shows the player's cohort with `members` entries."""
-    read_until(
-        url,
-        f"/api/v1/games/arena/leagues/weekly/players/{player}",
-        lambda read: len((read.get("cohort") or {}).get("entries", [])) == members,
-        f"{player}'s cohort never had {members} members",
-    )
-
-
 def test_the_league_page_shows_a_players_cohort_with_its_zones_and_updates_live(service):
     from playwright.sync_api import expect, sync_playwright
 
@@ -49,7 +39,12 @@ def test_the_league_page_shows_a_players_cohort_with_its_zones_and_updates_live(
     make_league(game, title="Weekly League", starts_at=start, reset="0 0 1 1 *", cohort_size=5, divisions=divisions)
     for i, points in enumerate((100, 200, 300, 400)):
         submit(service, key, [{"player_id": f"p{i}", "points": points, "display_name": f"Player {i}"}])
-    wait_on_cohort(service, "p1", 4)
+    read_until(  # the player read shows p1's cohort with its four members
+        service,
+        "/api/v1/games/arena/leagues/weekly/players/p1",
+        lambda read: len((read.get("cohort") or {}).get("entries", [])) == 4,
+        "p1's cohort never had 4 members",
+    )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 900})

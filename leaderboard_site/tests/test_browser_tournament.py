@@ -28,15 +28,6 @@ def submit(url: str, key, results: list[dict]) -> None:
     submit_match(url, key, results, tournaments=["cup"])
 
 
-def wait_on_cup(url: str, player: str) -> None:
-    read_until(
-        url,
-        "/api/v1/games/arena/tournaments/cup/top?n=100",
-        lambda top: player in [e["player_id"] for e in top["entries"]],
-        f"{player} never reached the tournament's board",
-    )
-
-
 def test_the_tournament_page_is_linked_from_the_game_and_updates_live(service):
     from playwright.sync_api import expect, sync_playwright
 
@@ -57,7 +48,12 @@ def test_the_tournament_page_is_linked_from_the_game_and_updates_live(service):
     )
     for i in range(12):
         submit(service, key, [{"player_id": f"p{i:02d}", "points": 100 + i * 10, "display_name": f"Player {i}"}])
-    wait_on_cup(service, "p00")
+    read_until(
+        service,
+        "/api/v1/games/arena/tournaments/cup/top?n=100",
+        lambda top: "p00" in [e["player_id"] for e in top["entries"]],
+        "p00 never reached the tournament's board",
+    )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1200, "height": 900})
